@@ -1,0 +1,49 @@
+# inferd: `make run` serves the example models; `make test` runs every test.
+# Both install what they need first (Debian 12, as root).
+
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build models run test test-asan format clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+models: deps
+	./examples/make_models.sh
+
+run: build models
+	@echo ""
+	@echo "inferd is starting on HTTP :8000 (gRPC :8001 and metrics :8002 come with later releases)."
+	@echo "Try, from another terminal:"
+	@echo "  curl localhost:8000/v2/health/ready"
+	@echo "  curl localhost:8000/v2/models/simple"
+	@echo "  curl -X POST localhost:8000/v2/models/identity/infer \\"
+	@echo "       -d '{\"inputs\":[{\"name\":\"INPUT0\",\"shape\":[3],\"datatype\":\"FP32\",\"data\":[1,2,3]}]}'"
+	@echo "Stop with Ctrl-C."
+	@echo ""
+	$(BUILD_DIR)/bin/inferd --model-repository=examples/models --http-port=8000 \
+	  --grpc-port=8001 --metrics-port=8002
+
+test: build models
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+test-asan: deps models
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_SANITIZE=ON
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E clang_format
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,105 @@
+// InferRequest / InferResponse: the one request model every front end
+// decodes into and encodes from.
+//
+// Ownership: an InferRequest owns (or keeps alive through `holders`) every
+// byte its input views point at, so a request may travel between threads
+// and outlive the connection it came from. Binary request bodies are kept
+// alive as a holder and referenced, not copied.
+//
+// Threading: a request is used by one thread at a time (front end, then the
+// scheduler, then one instance thread); it is not internally synchronised.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/datatype.h"
+#include "core/parameters.h"
+#include "core/shape.h"
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace inferd {
+
+struct InferInput {
+  std::string name;
+  DataType datatype = DataType::kInvalid;
+  Shape shape;
+  BufferView data;
+};
+
+struct RequestedOutput {
+  std::string name;
+  uint32_t classification = 0;  // top-k class strings when > 0
+};
+
+// A correlation id: none, an unsigned integer, or a string.
+using CorrelationId = std::variant<std::monostate, uint64_t, std::string>;
+
+class InferRequest {
+ public:
+  std::string model_name;
+  int64_t model_version = -1;  // -1: latest ready version
+  std::string id;
+  Parameters parameters;  // custom parameters for the model (reserved keys removed)
+  std::vector<InferInput> inputs;
+  std::vector<RequestedOutput> outputs;  // empty: every model output
+
+  // Scheduling (schedule_policy and sequence extensions).
+  uint64_t priority = 0;    // 0 = model default
+  uint64_t timeout_us = 0;  // 0 = queue policy default
+  CorrelationId correlation_id;
+  bool sequence_start = false;
+  bool sequence_end = false;
+
+  // Filled by validation.
+  int64_t batch_size = 0;  // 0 for models without batching
+
+  // Keeps `bytes` alive for as long as the request lives; input views may
+  // point into it.
+  void Hold(std::shared_ptr<const void> bytes) { holders_.push_back(std::move(bytes)); }
+
+  // Allocates request-owned storage (for inputs decoded from JSON or typed
+  // protobuf contents). The pointer stays valid for the request's lifetime.
+  char* Allocate(size_t size) { return owned_.emplace_back(size).data(); }
+
+  const InferInput* FindInput(std::string_view name) const;
+
+ private:
+  std::vector<std::shared_ptr<const void>> holders_;
+  std::deque<OwnedBuffer> owned_;
+};
+
+struct InferOutput {
+  std::string name;
+  DataType datatype = DataType::kInvalid;
+  Shape shape;
+  OwnedBuffer buffer;
+};
+
+class InferResponse {
+ public:
+  std::string model_name;
+  int64_t model_version = 0;
+  std::string id;
+  Parameters parameters;
+  std::vector<InferOutput> outputs;
+
+  // Adds an output of `byte_size` uninitialised bytes and returns it; the
+  // caller writes the whole buffer.
+  InferOutput& AddOutput(std::string name, DataType datatype, Shape shape, size_t byte_size);
+  const InferOutput* FindOutput(std::string_view name) const;
+};
+
+// Called exactly once per request, from any thread, with either an error or
+// a response. Must not block.
+using InferCompletion = std::function<void(Status, std::unique_ptr<InferResponse>)>;
+
+}  // namespace inferd

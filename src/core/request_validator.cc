@@ -1,0 +1,122 @@
+#include "core/request_validator.h"
+
+#include <set>
+
+#include "core/bytes_tensor.h"
+
+namespace inferd {
+namespace {
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+Status ValidateInputData(const ModelSpec& spec, const InferInput& in) {
+  auto count = ElementCount(in.shape);
+  if (!count) {
+    return InvalidArgument("input " + Quote(in.name) + ": element count of shape " +
+                           ShapeToString(in.shape) + " overflows");
+  }
+  if (in.datatype == DataType::kBytes) {
+    auto n = CountBytesElements(in.data.data, in.data.byte_size);
+    if (!n.ok()) return n.status().WithPrefix("input " + Quote(in.name));
+    if (*n != *count) {
+      return InvalidArgument("input " + Quote(in.name) + ": expected " + std::to_string(*count) +
+                             " BYTES elements for shape " + ShapeToString(in.shape) + ", got " +
+                             std::to_string(*n) + " for model " + Quote(spec.name));
+    }
+    return Status::Ok();
+  }
+  auto bytes = ByteSize(in.datatype, in.shape);
+  if (!bytes) {
+    return InvalidArgument("input " + Quote(in.name) + ": byte size of shape " +
+                           ShapeToString(in.shape) + " overflows");
+  }
+  if (*bytes != in.data.byte_size) {
+    return InvalidArgument("input " + Quote(in.name) + ": expected " + std::to_string(*bytes) +
+                           " bytes for " + std::string(DataTypeToProtocol(in.datatype)) +
+                           " shape " + ShapeToString(in.shape) + ", got " +
+                           std::to_string(in.data.byte_size) + " for model " + Quote(spec.name));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRequest(const ModelSpec& spec, InferRequest& request) {
+  const bool batching = spec.max_batch_size > 0;
+  std::set<std::string_view> seen;
+  int64_t batch = -1;
+  for (const auto& in : request.inputs) {
+    const TensorSpec* ts = spec.FindInput(in.name);
+    if (ts == nullptr) {
+      return InvalidArgument("unexpected inference input " + Quote(in.name) + " for model " +
+                             Quote(spec.name));
+    }
+    if (!seen.insert(in.name).second) {
+      return InvalidArgument("input " + Quote(in.name) + " appears more than once");
+    }
+    if (in.datatype != ts->datatype) {
+      return InvalidArgument("inference input " + Quote(in.name) + " data-type is " +
+                             Quote(DataTypeToProtocol(in.datatype)) + ", but model " +
+                             Quote(spec.name) + " expects " +
+                             Quote(DataTypeToProtocol(ts->datatype)));
+    }
+    for (int64_t d : in.shape) {
+      if (d < 0) {
+        return InvalidArgument("input " + Quote(in.name) + ": shape " + ShapeToString(in.shape) +
+                               " has a negative dimension");
+      }
+    }
+    std::span<const int64_t> item_shape(in.shape);
+    if (batching) {
+      if (in.shape.empty()) {
+        return InvalidArgument("input " + Quote(in.name) +
+                               ": shape must start with the batch dimension for model " +
+                               Quote(spec.name));
+      }
+      const int64_t b = in.shape[0];
+      if (batch >= 0 && b != batch) {
+        return InvalidArgument("input " + Quote(in.name) + " has batch size " + std::to_string(b) +
+                               " but other inputs have " + std::to_string(batch));
+      }
+      batch = b;
+      item_shape = item_shape.subspan(1);
+    }
+    if (!ShapeMatches(item_shape, ts->dims)) {
+      Shape expected = ts->dims;
+      if (batching) expected.insert(expected.begin(), -1);
+      return InvalidArgument("unexpected shape for input " + Quote(in.name) + " for model " +
+                             Quote(spec.name) + ". Expected " + ShapeToString(expected) + ", got " +
+                             ShapeToString(in.shape));
+    }
+    INFERD_RETURN_IF_ERROR(ValidateInputData(spec, in));
+  }
+  for (const auto& ts : spec.inputs) {
+    if (!ts.optional && !seen.count(ts.name)) {
+      return InvalidArgument("expected input " + Quote(ts.name) + " for model " + Quote(spec.name) +
+                             " is missing from the request");
+    }
+  }
+  if (batching) {
+    if (batch < 1 || batch > spec.max_batch_size) {
+      return InvalidArgument(
+          "inference request batch-size must be <= " + std::to_string(spec.max_batch_size) +
+          " for " + Quote(spec.name) + " (and >= 1), got " + std::to_string(batch));
+    }
+    request.batch_size = batch;
+  } else {
+    request.batch_size = 0;
+  }
+  std::set<std::string_view> outs;
+  for (const auto& out : request.outputs) {
+    if (spec.FindOutput(out.name) == nullptr) {
+      return InvalidArgument("unexpected inference output " + Quote(out.name) + " for model " +
+                             Quote(spec.name));
+    }
+    if (!outs.insert(out.name).second) {
+      return InvalidArgument("output " + Quote(out.name) + " is requested more than once");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace inferd

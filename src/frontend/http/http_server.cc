@@ -1,0 +1,264 @@
+#include "frontend/http/http_server.h"
+
+#include <array>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace inferd::http {
+
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+struct Shared {
+  HttpServerOptions options;
+  HttpHandler handler;
+  std::atomic<bool> draining{false};
+  std::atomic<int64_t> active{0};  // requests read but not yet answered
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, std::shared_ptr<Shared> shared)
+      : stream_(std::move(socket)), shared_(std::move(shared)) {}
+
+  void Start() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+  }
+
+  // Called from any thread through the responder.
+  void Respond(HttpResponse response) {
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), r = std::move(response)]() mutable {
+                self->Write(std::move(r));
+              });
+  }
+
+ private:
+  void DoRead() {
+    parser_.emplace();
+    parser_->body_limit(shared_->options.max_body_bytes);
+    parser_->header_limit(static_cast<uint32_t>(shared_->options.max_header_bytes));
+    stream_.expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+    bhttp::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == bhttp::error::body_limit) {
+      keep_alive_ = false;
+      Write(ErrorResponse(400, "request body exceeds the maximum of " +
+                                   std::to_string(shared_->options.max_body_bytes) +
+                                   " bytes. Use --http-max-input-size to increase the limit."));
+      return;
+    }
+    if (ec == bhttp::error::header_limit) {
+      keep_alive_ = false;
+      Write(ErrorResponse(431, "request headers exceed " +
+                                   std::to_string(shared_->options.max_header_bytes) + " bytes"));
+      return;
+    }
+    if (ec) {
+      Close();  // disconnect, timeout or malformed framing: nothing to answer
+      return;
+    }
+    stream_.expires_never();  // the handler may take as long as the model needs
+    auto& msg = parser_->get();
+    keep_alive_ = msg.keep_alive();
+    version_ = msg.version();
+    HttpRequest req;
+    req.method = std::string(msg.method_string());
+    std::string_view target(msg.target().data(), msg.target().size());
+    req.path = std::string(target.substr(0, target.find('?')));
+    for (const auto& f : msg) {
+      req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
+    }
+    req.body = std::make_shared<std::string>(std::move(msg.body()));
+    parser_.reset();
+    shared_->active.fetch_add(1);
+    answering_ = true;
+    shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this()));
+  }
+
+  void Write(HttpResponse r) {
+    auto res = std::make_shared<bhttp::response<bhttp::string_body>>();
+    res->version(version_);
+    res->result(static_cast<unsigned>(r.status));
+    res->set(bhttp::field::server, "inferd");
+    if (!r.content_type.empty()) res->set(bhttp::field::content_type, r.content_type);
+    for (auto& [k, v] : r.headers) res->set(k, v);
+    if (shared_->draining.load()) keep_alive_ = false;
+    res->keep_alive(keep_alive_);
+    res->body() = std::move(r.body);
+    res->prepare_payload();
+    stream_.expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+    bhttp::async_write(stream_, *res,
+                       [self = shared_from_this(), res](beast::error_code ec, size_t) {
+                         if (self->answering_) {
+                           self->answering_ = false;
+                           self->shared_->active.fetch_sub(1);
+                         }
+                         if (ec) {
+                           self->Close();
+                         } else if (!self->keep_alive_) {
+                           self->Linger();
+                         } else {
+                           self->DoRead();
+                         }
+                       });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().close(ec);
+  }
+
+  // After a final response: half-close, then discard what the client still
+  // sends (an unread refused body) for a moment, so closing does not reset
+  // the connection before the client has read the response.
+  void Linger() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(2));
+    DrainSome();
+  }
+
+  void DrainSome() {
+    stream_.async_read_some(net::buffer(scratch_),
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec || ++self->drained_reads_ > 4096) {
+                                self->Close();
+                                return;
+                              }
+                              self->DrainSome();
+                            });
+  }
+
+  class Responder : public HttpResponder {
+   public:
+    explicit Responder(std::shared_ptr<Session> s) : session_(std::move(s)) {}
+    ~Responder() override {
+      if (!sent_.exchange(true)) session_->Respond(ErrorResponse(500, "request was dropped"));
+    }
+    void Send(HttpResponse response) override {
+      if (sent_.exchange(true)) return;
+      session_->Respond(std::move(response));
+    }
+
+   private:
+    std::shared_ptr<Session> session_;
+    std::atomic<bool> sent_{false};
+  };
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  std::shared_ptr<Shared> shared_;
+  bool keep_alive_ = true;
+  bool answering_ = false;  // a handler owes this connection a response
+  unsigned version_ = 11;
+  std::array<char, 16384> scratch_;
+  int drained_reads_ = 0;
+};
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(HttpServerOptions options, HttpHandler handler)
+      : ioc_(options.threads), acceptor_(net::make_strand(ioc_)) {
+    shared_ = std::make_shared<Shared>();
+    shared_->options = std::move(options);
+    shared_->handler = std::move(handler);
+  }
+
+  Status Start() {
+    beast::error_code ec;
+    auto addr = net::ip::make_address(shared_->options.address, ec);
+    if (ec) return InvalidArgument("invalid HTTP address '" + shared_->options.address + "'");
+    tcp::endpoint ep(addr, shared_->options.port);
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Unavailable("cannot listen for HTTP on " + shared_->options.address + ":" +
+                         std::to_string(shared_->options.port) + ": " + ec.message());
+    }
+    port_ = acceptor_.local_endpoint().port();
+    DoAccept();
+    for (int i = 0; i < std::max(1, shared_->options.threads); ++i) {
+      threads_.emplace_back([this] { ioc_.run(); });
+    }
+    return Status::Ok();
+  }
+
+  void StopAccepting() {
+    shared_->draining = true;
+    net::post(acceptor_.get_executor(), [this] {
+      beast::error_code ec;
+      acceptor_.close(ec);
+    });
+  }
+
+  void Stop() {
+    ioc_.stop();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    threads_.clear();
+  }
+
+  uint16_t port() const { return port_; }
+
+  bool WaitForIdle(int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (shared_->active.load() > 0) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+ private:
+  void DoAccept() {
+    acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+      if (!ec) {
+        s.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(s), shared_)->Start();
+      }
+      DoAccept();
+    });
+  }
+
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::shared_ptr<Shared> shared_;
+  std::vector<std::thread> threads_;
+  uint16_t port_ = 0;
+};
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(handler))) {}
+HttpServer::~HttpServer() { Stop(); }
+Status HttpServer::Start() { return impl_->Start(); }
+uint16_t HttpServer::port() const { return impl_->port(); }
+void HttpServer::StopAccepting() { impl_->StopAccepting(); }
+void HttpServer::Stop() { impl_->Stop(); }
+bool HttpServer::WaitForIdle(int timeout_ms) { return impl_->WaitForIdle(timeout_ms); }
+
+}  // namespace inferd::http

@@ -1,0 +1,29 @@
+#include "frontend/http/http_types.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <strings.h>
+
+namespace inferd::http {
+
+const std::string* HttpRequest::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (k.size() == name.size() && strncasecmp(k.data(), name.data(), k.size()) == 0) return &v;
+  }
+  return nullptr;
+}
+
+HttpResponse ErrorResponse(int status, const std::string& message) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("error");
+  w.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
+  w.EndObject();
+  HttpResponse r;
+  r.status = status;
+  r.body.assign(buf.GetString(), buf.GetSize());
+  return r;
+}
+
+}  // namespace inferd::http

@@ -1,0 +1,573 @@
+#include "frontend/http/infer_codec.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstring>
+#include <set>
+
+#include "core/bytes_tensor.h"
+
+namespace inferd::http {
+namespace {
+
+using rapidjson::Value;
+constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag;
+
+std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+// Counts the scalar leaves of a (possibly nested) JSON array.
+bool CountLeaves(const Value& v, size_t depth, size_t max_depth, uint64_t& count) {
+  if (depth > max_depth) return false;
+  if (v.IsArray()) {
+    for (const auto& e : v.GetArray()) {
+      if (!CountLeaves(e, depth + 1, max_depth, count)) return false;
+    }
+  } else {
+    ++count;
+  }
+  return true;
+}
+
+template <typename Fn>
+void ForEachLeaf(const Value& v, Fn& fn) {
+  if (v.IsArray()) {
+    for (const auto& e : v.GetArray()) ForEachLeaf(e, fn);
+  } else {
+    fn(v);
+  }
+}
+
+template <typename T>
+void Store(char* out, size_t i, T value) {
+  std::memcpy(out + i * sizeof(T), &value, sizeof(T));
+}
+
+// Converts JSON `data` into a request-owned buffer of the input's type.
+Status DecodeJsonData(const Value& data, InferInput& input, InferRequest& request,
+                      const DecodeLimits& limits) {
+  const std::string& name = input.name;
+  if (input.datatype == DataType::kFp16 || input.datatype == DataType::kBf16) {
+    return InvalidArgument("receiving " + std::string(DataTypeToProtocol(input.datatype)) +
+                           " data via JSON is not supported. Please use the binary data format "
+                           "for input " +
+                           Q(name));
+  }
+  auto expected = ElementCount(input.shape);
+  if (!expected) {
+    return InvalidArgument("input " + Q(name) + ": element count of shape " +
+                           ShapeToString(input.shape) + " overflows");
+  }
+  uint64_t count = 0;
+  if (!data.IsArray()) {
+    return InvalidArgument("input " + Q(name) + ": 'data' must be an array");
+  }
+  if (!CountLeaves(data, 0, limits.max_json_depth, count)) {
+    return InvalidArgument("input " + Q(name) + ": 'data' is nested deeper than " +
+                           std::to_string(limits.max_json_depth) + " levels");
+  }
+  if (count != static_cast<uint64_t>(*expected)) {
+    return InvalidArgument("input " + Q(name) + ": shape " + ShapeToString(input.shape) +
+                           " expects " + std::to_string(*expected) + " elements but 'data' has " +
+                           std::to_string(count));
+  }
+  const DataType t = input.datatype;
+  if (t == DataType::kBytes) {
+    std::string serialised;
+    Status st;
+    auto fn = [&](const Value& e) {
+      if (!st.ok()) return;
+      if (!e.IsString()) {
+        st = InvalidArgument("input " + Q(name) + ": BYTES elements must be JSON strings");
+        return;
+      }
+      AppendBytesElement(serialised, std::string_view(e.GetString(), e.GetStringLength()));
+    };
+    ForEachLeaf(data, fn);
+    if (!st.ok()) return st;
+    char* buf = request.Allocate(serialised.size());
+    if (!serialised.empty()) std::memcpy(buf, serialised.data(), serialised.size());
+    input.data = BufferView{buf, serialised.size(), MemoryType::kCpu, 0};
+    return Status::Ok();
+  }
+  const size_t esize = DataTypeByteSize(t);
+  const size_t bytes = count * esize;  // count is bounded by the JSON text size
+  char* buf = request.Allocate(bytes);
+  size_t i = 0;
+  Status st;
+  const char* type_name = DataTypeToProtocol(t).data();
+  auto bad = [&](const char* want) {
+    st = InvalidArgument("input " + Q(name) + ": element " + std::to_string(i) + " of " +
+                         type_name + " data must be " + want);
+  };
+  auto fn = [&](const Value& e) {
+    if (!st.ok()) return;
+    switch (t) {
+      case DataType::kBool:
+        if (!e.IsBool()) return bad("true or false");
+        Store<uint8_t>(buf, i, e.GetBool() ? 1 : 0);
+        break;
+      case DataType::kUint8:
+      case DataType::kUint16:
+      case DataType::kUint32:
+      case DataType::kUint64: {
+        if (!e.IsUint64()) return bad("a non-negative integer");
+        const uint64_t u = e.GetUint64();
+        if (t == DataType::kUint8) Store<uint8_t>(buf, i, static_cast<uint8_t>(u));
+        if (t == DataType::kUint16) Store<uint16_t>(buf, i, static_cast<uint16_t>(u));
+        if (t == DataType::kUint32) Store<uint32_t>(buf, i, static_cast<uint32_t>(u));
+        if (t == DataType::kUint64) Store<uint64_t>(buf, i, u);
+        break;
+      }
+      case DataType::kInt8:
+      case DataType::kInt16:
+      case DataType::kInt32:
+      case DataType::kInt64: {
+        if (!e.IsInt64()) return bad("an integer");
+        const int64_t s = e.GetInt64();
+        if (t == DataType::kInt8) Store<int8_t>(buf, i, static_cast<int8_t>(s));
+        if (t == DataType::kInt16) Store<int16_t>(buf, i, static_cast<int16_t>(s));
+        if (t == DataType::kInt32) Store<int32_t>(buf, i, static_cast<int32_t>(s));
+        if (t == DataType::kInt64) Store<int64_t>(buf, i, s);
+        break;
+      }
+      case DataType::kFp32:
+        if (!e.IsNumber()) return bad("a number");
+        Store<float>(buf, i, static_cast<float>(e.GetDouble()));
+        break;
+      case DataType::kFp64:
+        if (!e.IsNumber()) return bad("a number");
+        Store<double>(buf, i, e.GetDouble());
+        break;
+      default:
+        st = InvalidArgument("input " + Q(name) + ": unsupported datatype");
+        return;
+    }
+    ++i;
+  };
+  ForEachLeaf(data, fn);
+  if (!st.ok()) return st;
+  input.data = BufferView{buf, bytes, MemoryType::kCpu, 0};
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> GetUint(const Value& obj, const char* key, const std::string& where) {
+  const Value& v = obj[key];
+  if (!v.IsUint64()) {
+    return InvalidArgument(where + ": parameter '" + key + "' must be a non-negative integer");
+  }
+  return v.GetUint64();
+}
+
+Status DecodeRequestParameters(const Value& params, InferRequest& req, OutputEncoding& enc) {
+  if (!params.IsObject()) return InvalidArgument("request 'parameters' must be an object");
+  for (const auto& m : params.GetObject()) {
+    const std::string key(m.name.GetString(), m.name.GetStringLength());
+    const Value& v = m.value;
+    if (key == "sequence_id") {
+      if (v.IsUint64()) {
+        if (v.GetUint64() != 0) req.correlation_id = v.GetUint64();
+      } else if (v.IsString()) {
+        if (v.GetStringLength() != 0) req.correlation_id = std::string(v.GetString());
+      } else {
+        return InvalidArgument("parameter 'sequence_id' must be an unsigned integer or a string");
+      }
+    } else if (key == "sequence_start" || key == "sequence_end") {
+      if (!v.IsBool()) return InvalidArgument("parameter '" + key + "' must be a boolean");
+      (key == "sequence_start" ? req.sequence_start : req.sequence_end) = v.GetBool();
+    } else if (key == "priority" || key == "timeout") {
+      if (!v.IsUint64()) {
+        return InvalidArgument("parameter '" + key + "' must be a non-negative integer");
+      }
+      (key == "priority" ? req.priority : req.timeout_us) = v.GetUint64();
+    } else if (key == "binary_data_output") {
+      if (!v.IsBool()) return InvalidArgument("parameter 'binary_data_output' must be a boolean");
+      enc.binary_default = v.GetBool();
+    } else if (key == "headers") {
+      continue;
+    } else if (key.rfind("triton_", 0) == 0) {
+      return InvalidArgument(
+          "parameter keys starting with 'triton_' are reserved for Triton usage and should not "
+          "be specified.");
+    } else if (v.IsString()) {
+      req.parameters[key] = std::string(v.GetString(), v.GetStringLength());
+    } else if (v.IsBool()) {
+      req.parameters[key] = v.GetBool();
+    } else if (v.IsInt64()) {
+      req.parameters[key] = v.GetInt64();
+    } else if (v.IsNumber()) {
+      req.parameters[key] = v.GetDouble();
+    } else {
+      return InvalidArgument("parameter '" + key +
+                             "' has invalid type. It should be either 'int', 'bool', or 'string'.");
+    }
+  }
+  return Status::Ok();
+}
+
+bool HasSharedMemory(const Value& params) {
+  return params.IsObject() &&
+         (params.HasMember("shared_memory_region") || params.HasMember("shared_memory_byte_size") ||
+          params.HasMember("shared_memory_offset"));
+}
+
+}  // namespace
+
+size_t JsonNestingDepth(const char* data, size_t size, size_t limit) {
+  size_t depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < size; ++i) {
+    const char c = data[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) max_depth = depth;
+      if (max_depth > limit) return max_depth;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
+                                          std::optional<size_t> header_length,
+                                          const std::string& model_name, int64_t model_version,
+                                          const DecodeLimits& limits) {
+  const size_t json_len = header_length.value_or(body->size());
+  if (json_len > body->size()) {
+    return InvalidArgument("Inference-Header-Content-Length " + std::to_string(json_len) +
+                           " is larger than the request body (" + std::to_string(body->size()) +
+                           " bytes)");
+  }
+  if (json_len == 0) {
+    return InvalidArgument(
+        "Inference-Header-Content-Length 0 (a raw binary request) is not supported; send a JSON "
+        "header describing the inputs");
+  }
+  // Nesting: one level for the request object, inputs array, input object,
+  // data array, then the tensor's own nesting.
+  if (JsonNestingDepth(body->data(), json_len, limits.max_json_depth + 4) >
+      limits.max_json_depth + 4) {
+    return InvalidArgument("request JSON is nested deeper than " +
+                           std::to_string(limits.max_json_depth) + " levels");
+  }
+  rapidjson::Document doc;
+  doc.Parse<kParseFlags>(body->data(), json_len);
+  if (doc.HasParseError()) {
+    return InvalidArgument("failed to parse the request JSON: " +
+                           std::string(rapidjson::GetParseError_En(doc.GetParseError())) +
+                           " (at byte " + std::to_string(doc.GetErrorOffset()) + ")");
+  }
+  if (!doc.IsObject()) return InvalidArgument("the request JSON must be an object");
+
+  DecodedInfer out;
+  out.request = std::make_unique<InferRequest>();
+  InferRequest& req = *out.request;
+  req.model_name = model_name;
+  req.model_version = model_version;
+  req.Hold(body);
+
+  if (doc.HasMember("id")) {
+    if (!doc["id"].IsString()) return InvalidArgument("request 'id' must be a string");
+    req.id.assign(doc["id"].GetString(), doc["id"].GetStringLength());
+  }
+  if (doc.HasMember("parameters")) {
+    INFERD_RETURN_IF_ERROR(DecodeRequestParameters(doc["parameters"], req, out.encoding));
+  }
+  if (!doc.HasMember("inputs")) return InvalidArgument("request JSON has no 'inputs' array");
+  const Value& inputs = doc["inputs"];
+  if (!inputs.IsArray()) return InvalidArgument("request 'inputs' must be an array");
+
+  size_t offset = json_len;  // next unread binary byte
+  for (const auto& in : inputs.GetArray()) {
+    if (!in.IsObject()) return InvalidArgument("each element of 'inputs' must be an object");
+    if (!in.HasMember("name") || !in["name"].IsString()) {
+      return InvalidArgument("an input has no 'name' string");
+    }
+    InferInput input;
+    input.name.assign(in["name"].GetString(), in["name"].GetStringLength());
+    const std::string where = "input " + Q(input.name);
+    if (!in.HasMember("datatype") || !in["datatype"].IsString()) {
+      return InvalidArgument(where + " has no 'datatype' string");
+    }
+    input.datatype = DataTypeFromProtocol(in["datatype"].GetString());
+    if (input.datatype == DataType::kInvalid) {
+      return InvalidArgument(where + " has unknown datatype " + Q(in["datatype"].GetString()));
+    }
+    if (!in.HasMember("shape") || !in["shape"].IsArray()) {
+      return InvalidArgument(where + " has no 'shape' array");
+    }
+    for (const auto& d : in["shape"].GetArray()) {
+      if (d.IsInt64() && d.GetInt64() < 0) {
+        return InvalidArgument(where + ": shape dimensions must be non-negative, got " +
+                               std::to_string(d.GetInt64()));
+      }
+      if (!d.IsInt64()) {
+        return InvalidArgument(where + ": shape dimensions must be integers");
+      }
+      input.shape.push_back(d.GetInt64());
+    }
+    const Value* params = in.HasMember("parameters") ? &in["parameters"] : nullptr;
+    if (params && !params->IsObject())
+      return InvalidArgument(where + ": 'parameters' must be an object");
+    const bool has_data = in.HasMember("data");
+    const bool has_binary = params && params->HasMember("binary_data_size");
+    const bool has_shm = params && HasSharedMemory(*params);
+    const int sources = int(has_data) + int(has_binary) + int(has_shm);
+    if (sources != 1) {
+      std::string set;
+      if (has_data) set += " 'data'";
+      if (has_binary) set += " 'binary_data_size'";
+      if (has_shm) set += " 'shared_memory_region'";
+      return InvalidArgument(where +
+                             ": input must set only one of the following fields: 'data', "
+                             "'binary_data_size' in 'parameters', 'shared_memory_region' in "
+                             "'parameters'. But " +
+                             (set.empty() ? std::string("no field is set") : "set" + set));
+    }
+    if (has_shm) {
+      return InvalidArgument(where + ": shared memory inputs are not enabled on this server");
+    }
+    if (has_binary) {
+      auto size = GetUint(*params, "binary_data_size", where);
+      if (!size.ok()) return size.status();
+      if (*size > body->size() - offset) {
+        return InvalidArgument("unexpected size for input " + Q(input.name) + ", expecting " +
+                               std::to_string(*size) + " additional bytes for model " +
+                               Q(model_name) + " but only " +
+                               std::to_string(body->size() - offset) + " remain in the body");
+      }
+      input.data =
+          BufferView{body->data() + offset, static_cast<size_t>(*size), MemoryType::kCpu, 0};
+      offset += *size;
+    } else {
+      INFERD_RETURN_IF_ERROR(DecodeJsonData(in["data"], input, req, limits));
+    }
+    req.inputs.push_back(std::move(input));
+  }
+  if (offset != body->size()) {
+    return InvalidArgument("unexpected additional input data for model " + Q(model_name) + ": " +
+                           std::to_string(body->size() - offset) +
+                           " bytes follow the declared binary inputs");
+  }
+
+  if (doc.HasMember("outputs")) {
+    const Value& outputs = doc["outputs"];
+    if (!outputs.IsArray()) return InvalidArgument("request 'outputs' must be an array");
+    for (const auto& o : outputs.GetArray()) {
+      if (!o.IsObject() || !o.HasMember("name") || !o["name"].IsString()) {
+        return InvalidArgument("each requested output needs a 'name' string");
+      }
+      RequestedOutput ro;
+      ro.name.assign(o["name"].GetString(), o["name"].GetStringLength());
+      bool binary = false;
+      if (o.HasMember("parameters")) {
+        const Value& p = o["parameters"];
+        if (!p.IsObject())
+          return InvalidArgument("output " + Q(ro.name) + ": 'parameters' must be an object");
+        if (p.HasMember("binary_data")) {
+          if (!p["binary_data"].IsBool()) {
+            return InvalidArgument("output " + Q(ro.name) + ": 'binary_data' must be a boolean");
+          }
+          binary = p["binary_data"].GetBool();
+        }
+        if (p.HasMember("classification")) {
+          auto k = GetUint(p, "classification", "output " + Q(ro.name));
+          if (!k.ok()) return k.status();
+          if (*k > 0) {
+            return InvalidArgument("output " + Q(ro.name) +
+                                   ": the classification extension is not enabled on this server");
+          }
+        }
+        if (HasSharedMemory(p)) {
+          return InvalidArgument("output " + Q(ro.name) +
+                                 ": shared memory outputs are not enabled on this server");
+        }
+      }
+      out.encoding.binary[ro.name] = binary;
+      req.outputs.push_back(std::move(ro));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+template <typename T, typename W>
+void WriteElements(W& w, const char* data, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+    if constexpr (std::is_same_v<T, uint8_t> || std::is_same_v<T, uint16_t> ||
+                  std::is_same_v<T, uint32_t>) {
+      w.Uint(v);
+    } else if constexpr (std::is_same_v<T, uint64_t>) {
+      w.Uint64(v);
+    } else if constexpr (std::is_same_v<T, int8_t> || std::is_same_v<T, int16_t> ||
+                         std::is_same_v<T, int32_t>) {
+      w.Int(v);
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      w.Int64(v);
+    } else {
+      w.Double(static_cast<double>(v));
+    }
+  }
+}
+
+template <typename W>
+Status WriteData(W& w, const InferOutput& o) {
+  const char* d = o.buffer.data();
+  const size_t size = o.buffer.size();
+  const size_t es = DataTypeByteSize(o.datatype);
+  w.StartArray();
+  switch (o.datatype) {
+    case DataType::kBool:
+      for (size_t i = 0; i < size; ++i) w.Bool(d[i] != 0);
+      break;
+    case DataType::kUint8:
+      WriteElements<uint8_t>(w, d, size / es);
+      break;
+    case DataType::kUint16:
+      WriteElements<uint16_t>(w, d, size / es);
+      break;
+    case DataType::kUint32:
+      WriteElements<uint32_t>(w, d, size / es);
+      break;
+    case DataType::kUint64:
+      WriteElements<uint64_t>(w, d, size / es);
+      break;
+    case DataType::kInt8:
+      WriteElements<int8_t>(w, d, size / es);
+      break;
+    case DataType::kInt16:
+      WriteElements<int16_t>(w, d, size / es);
+      break;
+    case DataType::kInt32:
+      WriteElements<int32_t>(w, d, size / es);
+      break;
+    case DataType::kInt64:
+      WriteElements<int64_t>(w, d, size / es);
+      break;
+    case DataType::kFp32:
+      WriteElements<float>(w, d, size / es);
+      break;
+    case DataType::kFp64:
+      WriteElements<double>(w, d, size / es);
+      break;
+    case DataType::kBytes: {
+      auto elements = SplitBytesElements(d, size);
+      if (!elements.ok()) return Internal("model produced a malformed BYTES output");
+      for (auto e : *elements) w.String(e.data(), static_cast<rapidjson::SizeType>(e.size()));
+      break;
+    }
+    default:
+      return InvalidArgument("sending " + std::string(DataTypeToProtocol(o.datatype)) +
+                             " data via JSON is not supported. Please use the binary data format "
+                             "for output '" +
+                             o.name + "'");
+  }
+  w.EndArray();
+  return Status::Ok();
+}
+
+template <typename W>
+void WriteParameters(W& w, const Parameters& params) {
+  w.StartObject();
+  for (const auto& [k, v] : params) {
+    w.Key(k.c_str());
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, bool>)
+            w.Bool(x);
+          else if constexpr (std::is_same_v<T, int64_t>)
+            w.Int64(x);
+          else if constexpr (std::is_same_v<T, uint64_t>)
+            w.Uint64(x);
+          else if constexpr (std::is_same_v<T, double>)
+            w.Double(x);
+          else
+            w.String(x.c_str(), static_cast<rapidjson::SizeType>(x.size()));
+        },
+        v);
+  }
+  w.EndObject();
+}
+
+}  // namespace
+
+StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
+                                              const OutputEncoding& encoding) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>,
+                    rapidjson::CrtAllocator, rapidjson::kWriteNanAndInfFlag>
+      w(buf);
+  w.StartObject();
+  if (!response.id.empty()) {
+    w.Key("id");
+    w.String(response.id.c_str(), static_cast<rapidjson::SizeType>(response.id.size()));
+  }
+  w.Key("model_name");
+  w.String(response.model_name.c_str());
+  w.Key("model_version");
+  w.String(std::to_string(response.model_version).c_str());
+  if (!response.parameters.empty()) {
+    w.Key("parameters");
+    WriteParameters(w, response.parameters);
+  }
+  w.Key("outputs");
+  w.StartArray();
+  size_t blob_bytes = 0;
+  std::vector<const InferOutput*> blobs;
+  for (const auto& o : response.outputs) {
+    w.StartObject();
+    w.Key("name");
+    w.String(o.name.c_str());
+    w.Key("datatype");
+    w.String(DataTypeToProtocol(o.datatype).data());
+    w.Key("shape");
+    w.StartArray();
+    for (int64_t d : o.shape) w.Int64(d);
+    w.EndArray();
+    if (encoding.IsBinary(o.name)) {
+      w.Key("parameters");
+      w.StartObject();
+      w.Key("binary_data_size");
+      w.Uint64(o.buffer.size());
+      w.EndObject();
+      if (o.buffer.size() > 0) {
+        blobs.push_back(&o);
+        blob_bytes += o.buffer.size();
+      }
+    } else {
+      w.Key("data");
+      INFERD_RETURN_IF_ERROR(WriteData(w, o));
+    }
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  EncodedResponse out;
+  out.body.reserve(buf.GetSize() + blob_bytes);
+  out.body.assign(buf.GetString(), buf.GetSize());
+  if (!blobs.empty()) {
+    out.header_length = buf.GetSize();
+    for (const InferOutput* o : blobs) out.body.append(o->buffer.data(), o->buffer.size());
+  }
+  return out;
+}
+
+}  // namespace inferd::http

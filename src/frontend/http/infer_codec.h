@@ -1,0 +1,63 @@
+// The HTTP inference codec: KServe v2 JSON bodies with Triton's binary
+// tensor extension, decoded into the core InferRequest and encoded from an
+// InferResponse. Pure functions of bytes (no sockets), so they are easy to
+// test and fuzz.
+//
+// Zero copy: binary input tensors are views into `body`, which the decoded
+// request keeps alive. JSON `data` is converted into request-owned buffers,
+// sized only after the element count has been checked against the shape.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/infer_request.h"
+#include "core/status.h"
+
+namespace inferd::http {
+
+struct DecodeLimits {
+  size_t max_json_depth = 100;  // nesting of arrays/objects in the JSON header
+};
+
+// How each output is to be returned: binary blob or JSON data.
+struct OutputEncoding {
+  std::map<std::string, bool> binary;  // outputs listed in the request
+  bool binary_default = false;         // request parameter binary_data_output
+  bool IsBinary(const std::string& name) const {
+    auto it = binary.find(name);
+    return it == binary.end() ? binary_default : it->second;
+  }
+};
+
+struct DecodedInfer {
+  std::unique_ptr<InferRequest> request;
+  OutputEncoding encoding;
+};
+
+// Decodes an infer body. `header_length` is Inference-Header-Content-Length
+// (absent: the whole body is JSON). Errors are INVALID_ARGUMENT naming the
+// offending member or tensor.
+StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
+                                          std::optional<size_t> header_length,
+                                          const std::string& model_name, int64_t model_version,
+                                          const DecodeLimits& limits);
+
+struct EncodedResponse {
+  std::string body;
+  std::optional<size_t> header_length;  // set when binary blobs follow the JSON
+};
+
+// Encodes a response; FP16/BF16 outputs must be binary (INVALID_ARGUMENT
+// otherwise).
+StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
+                                              const OutputEncoding& encoding);
+
+// Nesting depth of JSON text (arrays and objects, outside strings), counted
+// without parsing; stops early once past `limit`.
+size_t JsonNestingDepth(const char* data, size_t size, size_t limit);
+
+}  // namespace inferd::http

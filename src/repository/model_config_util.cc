@@ -1,0 +1,289 @@
+#include "repository/model_config_util.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <set>
+
+namespace inferd {
+namespace {
+
+class ErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, int column, const std::string& message) override {
+    if (first_.empty()) {
+      first_ = std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
+    }
+  }
+  void AddWarning(int, int, const std::string&) override {}
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+Status ValidateTensor(const std::string& where, const std::string& name, int data_type) {
+  if (name.empty()) return InvalidArgument(where + ": 'name' must be set");
+  if (data_type == inference::TYPE_INVALID) {
+    return InvalidArgument(where + " '" + name + "': 'data_type' must be set");
+  }
+  return Status::Ok();
+}
+
+template <typename Tensors>
+Status CheckTensors(const char* kind, const Tensors& tensors) {
+  std::set<std::string> names;
+  for (const auto& t : tensors) {
+    INFERD_RETURN_IF_ERROR(ValidateTensor(kind, t.name(), t.data_type()));
+    if (!names.insert(t.name()).second) {
+      return InvalidArgument(std::string(kind) + " '" + t.name() + "' is declared twice");
+    }
+    for (int64_t d : t.dims()) {
+      if (d < -1 || d == 0) {
+        return InvalidArgument(std::string(kind) + " '" + t.name() +
+                               "': dims must be positive or -1, got " + std::to_string(d));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void AutoCompleteBackend(inference::ModelConfig& c) {
+  const std::string& p = c.platform();
+  const std::string& b = c.backend();
+  if (b.empty() && (p == "pytorch_libtorch" || p == "libtorch")) {
+    c.set_backend("pytorch");
+    c.set_platform("pytorch_libtorch");
+  } else if (b.empty() && p == "onnxruntime_onnx") {
+    c.set_backend("onnxruntime");
+  } else if (b == "onnxruntime" && p.empty()) {
+    c.set_platform("onnxruntime_onnx");
+  } else if (b == "pytorch" && p.empty()) {
+    c.set_platform("pytorch_libtorch");
+  }
+  if (c.default_model_filename().empty()) {
+    if (c.backend() == "pytorch") c.set_default_model_filename("model.pt");
+    if (c.backend() == "onnxruntime") c.set_default_model_filename("model.onnx");
+  }
+}
+
+// Rewrites quoted int64 values to numbers at a path: each element of `path`
+// is a member name, "[]" (every array element) or "{}" (every object member).
+void NumberAt(rapidjson::Value& v, const std::vector<std::string>& path, size_t i,
+              rapidjson::Document::AllocatorType& alloc) {
+  if (i == path.size()) {
+    auto convert = [](rapidjson::Value& x) {
+      if (!x.IsString()) return;
+      const std::string s = x.GetString();
+      try {
+        if (!s.empty() && s[0] == '-') {
+          x.SetInt64(std::stoll(s));
+        } else {
+          x.SetUint64(std::stoull(s));
+        }
+      } catch (...) {
+      }
+    };
+    if (v.IsArray()) {
+      for (auto& e : v.GetArray()) convert(e);
+    } else {
+      convert(v);
+    }
+    return;
+  }
+  const std::string& key = path[i];
+  if (key == "[]") {
+    if (!v.IsArray()) return;
+    for (auto& e : v.GetArray()) NumberAt(e, path, i + 1, alloc);
+  } else if (key == "{}") {
+    if (!v.IsObject()) return;
+    for (auto& m : v.GetObject()) NumberAt(m.value, path, i + 1, alloc);
+  } else {
+    if (!v.IsObject()) return;
+    auto it = v.FindMember(key.c_str());
+    if (it != v.MemberEnd()) NumberAt(it->value, path, i + 1, alloc);
+  }
+}
+
+}  // namespace
+
+StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& text,
+                                                      const std::string& file) {
+  inference::ModelConfig config;
+  google::protobuf::TextFormat::Parser parser;
+  ErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &config)) {
+    return InvalidArgument("failed to parse " + file + ":" + errors.first());
+  }
+  return config;
+}
+
+StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json) {
+  inference::ModelConfig config;
+  google::protobuf::util::JsonParseOptions opts;
+  opts.ignore_unknown_fields = false;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &config, opts);
+  if (!st.ok()) {
+    return InvalidArgument("failed to parse the model configuration JSON: " +
+                           std::string(st.message()));
+  }
+  return config;
+}
+
+Status NormalizeModelConfig(const std::string& model_name, const NormalizeOptions& options,
+                            inference::ModelConfig& c) {
+  if (c.name().empty()) c.set_name(model_name);
+  if (c.name() != model_name) {
+    return InvalidArgument("config 'name' is '" + c.name() + "' but the model directory is '" +
+                           model_name + "'");
+  }
+  if (c.max_batch_size() < 0) {
+    return InvalidArgument("'max_batch_size' must be >= 0, got " +
+                           std::to_string(c.max_batch_size()));
+  }
+  INFERD_RETURN_IF_ERROR(CheckTensors("input", c.input()));
+  INFERD_RETURN_IF_ERROR(CheckTensors("output", c.output()));
+  AutoCompleteBackend(c);
+  const bool ensemble = c.platform() == "ensemble";
+
+  if (!c.has_version_policy()) c.mutable_version_policy()->mutable_latest()->set_num_versions(1);
+  if (c.version_policy().has_latest() && c.version_policy().latest().num_versions() == 0) {
+    return InvalidArgument("'version_policy.latest.num_versions' must be >= 1");
+  }
+  if (c.has_dynamic_batching()) {
+    auto* db = c.mutable_dynamic_batching();
+    if (db->preferred_batch_size_size() == 0 && c.max_batch_size() > 0) {
+      db->add_preferred_batch_size(c.max_batch_size());
+    }
+    for (int p : db->preferred_batch_size()) {
+      if (p < 1 || p > c.max_batch_size()) {
+        return InvalidArgument("'dynamic_batching.preferred_batch_size' " + std::to_string(p) +
+                               " must be between 1 and max_batch_size " +
+                               std::to_string(c.max_batch_size()));
+      }
+    }
+  }
+  if (c.has_sequence_batching()) {
+    auto* sb = c.mutable_sequence_batching();
+    if (sb->max_sequence_idle_microseconds() == 0) sb->set_max_sequence_idle_microseconds(1000000);
+    if (sb->has_oldest() && sb->oldest().preferred_batch_size_size() == 0 &&
+        c.max_batch_size() > 0) {
+      sb->mutable_oldest()->add_preferred_batch_size(c.max_batch_size());
+    }
+  }
+  if (!ensemble) {
+    auto* opt = c.mutable_optimization();
+    if (!opt->has_input_pinned_memory()) opt->mutable_input_pinned_memory()->set_enable(true);
+    if (!opt->has_output_pinned_memory()) opt->mutable_output_pinned_memory()->set_enable(true);
+    if (c.instance_group_size() == 0) c.add_instance_group()->set_name(c.name());
+    for (int i = 0; i < c.instance_group_size(); ++i) {
+      auto* g = c.mutable_instance_group(i);
+      if (g->name().empty()) g->set_name(c.name() + "_" + std::to_string(i));
+      if (g->count() < 1) g->set_count(1);
+      if (g->kind() == inference::ModelInstanceGroup::KIND_AUTO) {
+        bool gpus_exist = options.gpu_count > 0;
+        for (int gpu : g->gpus()) gpus_exist = gpus_exist && gpu < options.gpu_count;
+        g->set_kind(gpus_exist ? inference::ModelInstanceGroup::KIND_GPU
+                               : inference::ModelInstanceGroup::KIND_CPU);
+      }
+      if (g->kind() == inference::ModelInstanceGroup::KIND_GPU) {
+        if (options.gpu_count == 0) {
+          return InvalidArgument("instance_group '" + g->name() +
+                                 "' asks for KIND_GPU but this server has no GPU");
+        }
+        if (g->gpus_size() == 0) {
+          for (int d = 0; d < options.gpu_count; ++d) g->add_gpus(d);
+        }
+        for (int gpu : g->gpus()) {
+          if (gpu < 0 || gpu >= options.gpu_count) {
+            return InvalidArgument("instance_group '" + g->name() + "' names GPU " +
+                                   std::to_string(gpu) + " which does not exist");
+          }
+        }
+      } else if (g->gpus_size() > 0) {
+        return InvalidArgument("instance_group '" + g->name() + "' lists gpus but is not KIND_GPU");
+      }
+    }
+  } else if (c.instance_group_size() > 0) {
+    return InvalidArgument("an ensemble must not have an 'instance_group'");
+  }
+  return Status::Ok();
+}
+
+ModelSpec SpecFromConfig(const inference::ModelConfig& c) {
+  ModelSpec s;
+  s.name = c.name();
+  s.platform = c.platform();
+  s.backend = c.backend();
+  s.max_batch_size = c.max_batch_size();
+  for (const auto& in : c.input()) {
+    TensorSpec t;
+    t.name = in.name();
+    t.datatype = static_cast<DataType>(in.data_type());
+    t.dims.assign(in.dims().begin(), in.dims().end());
+    t.optional = in.optional();
+    t.has_reshape = in.has_reshape();
+    t.reshape.assign(in.reshape().shape().begin(), in.reshape().shape().end());
+    s.inputs.push_back(std::move(t));
+  }
+  for (const auto& out : c.output()) {
+    TensorSpec t;
+    t.name = out.name();
+    t.datatype = static_cast<DataType>(out.data_type());
+    t.dims.assign(out.dims().begin(), out.dims().end());
+    t.has_reshape = out.has_reshape();
+    t.reshape.assign(out.reshape().shape().begin(), out.reshape().shape().end());
+    t.label_filename = out.label_filename();
+    s.outputs.push_back(std::move(t));
+  }
+  for (const auto& [k, v] : c.parameters()) s.parameters[k] = v.string_value();
+  int count = 0;
+  for (const auto& g : c.instance_group()) {
+    const int per = g.count();
+    count += g.kind() == inference::ModelInstanceGroup::KIND_GPU ? per * g.gpus_size() : per;
+  }
+  s.instance_count = count;
+  s.decoupled = c.model_transaction_policy().decoupled();
+  return s;
+}
+
+std::string ModelConfigToJson(const inference::ModelConfig& config) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.always_print_primitive_fields = true;
+  opts.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(config, &json, opts);
+  rapidjson::Document doc;
+  doc.Parse(json.c_str(), json.size());
+  if (doc.HasParseError()) return json;
+  static const std::vector<std::vector<std::string>> kNumberPaths = {
+      {"input", "[]", "dims"},
+      {"input", "[]", "reshape", "shape"},
+      {"output", "[]", "dims"},
+      {"output", "[]", "reshape", "shape"},
+      {"version_policy", "specific", "versions"},
+      {"dynamic_batching", "max_queue_delay_microseconds"},
+      {"dynamic_batching", "priority_levels"},
+      {"dynamic_batching", "default_priority_level"},
+      {"dynamic_batching", "default_queue_policy", "default_timeout_microseconds"},
+      {"dynamic_batching", "priority_queue_policy", "{}", "default_timeout_microseconds"},
+      {"sequence_batching", "max_sequence_idle_microseconds"},
+      {"sequence_batching", "direct", "max_queue_delay_microseconds"},
+      {"sequence_batching", "oldest", "max_queue_delay_microseconds"},
+      {"sequence_batching", "state", "[]", "dims"},
+      {"ensemble_scheduling", "step", "[]", "model_version"},
+      {"model_warmup", "[]", "inputs", "{}", "dims"},
+  };
+  for (const auto& path : kNumberPaths) NumberAt(doc, path, 0, doc.GetAllocator());
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  doc.Accept(w);
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+}  // namespace inferd

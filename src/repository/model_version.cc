@@ -1,0 +1,71 @@
+#include "repository/model_version.h"
+
+#include "repository/model_config_util.h"
+#include "scheduler/default_scheduler.h"
+
+namespace inferd {
+
+StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
+                                                           const std::string& model_dir,
+                                                           int64_t version,
+                                                           const BackendRegistry& registry) {
+  std::shared_ptr<ModelVersion> mv(new ModelVersion());
+  mv->spec_ = SpecFromConfig(config);
+  mv->version_ = version;
+  mv->config_json_ = ModelConfigToJson(config);
+  auto backend = registry.Find(mv->spec_);
+  if (!backend.ok()) return backend.status();
+  mv->backend_ = *backend;
+
+  ModelLoadContext ctx;
+  ctx.spec = &mv->spec_;
+  ctx.model_dir = model_dir;
+  ctx.version = version;
+  ctx.version_dir = model_dir + "/" + std::to_string(version);
+  auto model = mv->backend_->LoadModel(ctx);
+  if (!model.ok()) return model.status();
+  mv->backend_model_ = std::move(*model);
+
+  std::vector<std::unique_ptr<BackendInstance>> instances;
+  for (const auto& group : config.instance_group()) {
+    const bool gpu = group.kind() == inference::ModelInstanceGroup::KIND_GPU;
+    std::vector<int> devices;
+    if (gpu) {
+      devices.assign(group.gpus().begin(), group.gpus().end());
+    } else {
+      devices.push_back(0);
+    }
+    for (int device : devices) {
+      for (int i = 0; i < group.count(); ++i) {
+        InstanceInfo info;
+        info.name = group.name() + "_" + std::to_string(instances.size());
+        info.kind =
+            gpu ? InstanceKind::kGpu
+                : (group.kind() == inference::ModelInstanceGroup::KIND_MODEL ? InstanceKind::kModel
+                                                                             : InstanceKind::kCpu);
+        info.device_id = device;
+        auto inst = mv->backend_model_->CreateInstance(info);
+        if (!inst.ok()) return inst.status().WithPrefix("instance '" + info.name + "'");
+        instances.push_back(std::move(*inst));
+      }
+    }
+  }
+  mv->scheduler_ = std::make_unique<DefaultScheduler>(ModelIdentity{mv->spec_.name, version},
+                                                      std::move(instances));
+  return mv;
+}
+
+ModelVersion::~ModelVersion() { Stop(); }
+
+void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request, InferCompletion completion) {
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::move(request);
+  pending->completion = std::move(completion);
+  scheduler_->Enqueue(std::move(pending));
+}
+
+void ModelVersion::Stop() {
+  if (scheduler_) scheduler_->Stop();
+}
+
+}  // namespace inferd

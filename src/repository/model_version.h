@@ -1,0 +1,56 @@
+// ModelVersion: one loaded version of a model, ready to take requests: its
+// spec, its backend model, its instances and its scheduler.
+//
+// Ownership: held by shared_ptr; the manager holds one while the version is
+// READY, and readers take copies (snapshots) so an unload never frees a
+// version under a request that is being enqueued. Stop() drains accepted
+// requests and joins the instance threads; it must be called before the last
+// reference goes away (the manager's reaper does this).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend_registry.h"
+#include "core/model_spec.h"
+#include "scheduler/scheduler.h"
+
+namespace inference {
+class ModelConfig;
+}
+
+namespace inferd {
+
+class ModelVersion {
+ public:
+  // Loads version `version` of the model in `model_dir` from a normalised
+  // config: finds the backend, loads the model, creates every instance of
+  // its instance groups and starts the scheduler.
+  static StatusOr<std::shared_ptr<ModelVersion>> Load(const inference::ModelConfig& config,
+                                                      const std::string& model_dir, int64_t version,
+                                                      const BackendRegistry& registry);
+  ~ModelVersion();
+
+  const ModelSpec& spec() const { return spec_; }
+  int64_t version() const { return version_; }
+  const std::string& config_json() const { return config_json_; }
+
+  // Hands a validated request to the scheduler (never blocks); the
+  // completion is called exactly once, possibly before this returns.
+  void Enqueue(std::unique_ptr<InferRequest> request, InferCompletion completion);
+
+  // Finishes accepted requests and stops the instance threads. Idempotent.
+  void Stop();
+
+ private:
+  ModelVersion() = default;
+
+  ModelSpec spec_;
+  int64_t version_ = 0;
+  std::string config_json_;
+  std::shared_ptr<Backend> backend_;
+  std::unique_ptr<BackendModel> backend_model_;
+  std::unique_ptr<Scheduler> scheduler_;  // owns the instances; destroyed first
+};
+
+}  // namespace inferd

@@ -1,0 +1,32 @@
+// Scheduler: a queue plus a policy that hands requests to model instances.
+//
+// Enqueue never blocks. From the moment Enqueue is called the scheduler owns
+// the request and calls its completion exactly once: with the response, or
+// with UNAVAILABLE at once when it cannot take the request (stopped, or a
+// full queue).
+// Stop() finishes every accepted request, then joins the instance threads;
+// it may be called from any thread except an instance thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "core/infer_request.h"
+#include "core/status.h"
+
+namespace inferd {
+
+struct PendingRequest {
+  std::unique_ptr<InferRequest> request;
+  InferCompletion completion;
+  std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  virtual void Enqueue(std::unique_ptr<PendingRequest> pending) = 0;
+  virtual void Stop() = 0;
+};
+
+}  // namespace inferd

@@ -1,0 +1,181 @@
+#include "server/command_line.h"
+
+#include <strings.h>
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+namespace inferd {
+namespace {
+
+StatusOr<bool> ParseBool(const std::string& flag, const std::string& v) {
+  for (const char* t : {"true", "on", "1"}) {
+    if (strcasecmp(v.c_str(), t) == 0) return true;
+  }
+  for (const char* f : {"false", "off", "0"}) {
+    if (strcasecmp(v.c_str(), f) == 0) return false;
+  }
+  return InvalidArgument("--" + flag + " expects a boolean (true/false), got '" + v + "'");
+}
+
+template <typename T>
+StatusOr<T> ParseInt(const std::string& flag, const std::string& v, T min, T max) {
+  T out{};
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size() || out < min || out > max) {
+    return InvalidArgument("--" + flag + " expects an integer between " + std::to_string(min) +
+                           " and " + std::to_string(max) + ", got '" + v + "'");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string CommandLineUsage() {
+  return R"(Usage: inferd --model-repository=<path> [options]
+
+Model repository
+  --model-repository=<path>      model repository (repeatable; alias --model-store)
+  --model-control-mode=<mode>    none (default) | poll | explicit
+  --load-model=<name>            model to load at start in explicit mode (repeatable; * = all)
+  --repository-poll-secs=<s>     poll interval in poll mode (default 15)
+  --strict-readiness=<bool>      ready only when every model is ready (default true)
+  --exit-on-error=<bool>         exit if a model fails to load at start (default false)
+  --exit-timeout-secs=<s>        on SIGTERM/SIGINT, wait this long for in-flight work (default 30)
+  --id=<name>                    server name in metadata (default inferd)
+
+HTTP
+  --allow-http=<bool>            serve HTTP/REST (default true)
+  --http-address=<addr>          bind address (default 0.0.0.0)
+  --http-port=<port>             port (default 8000; 0 picks a free port)
+  --http-thread-count=<n>        I/O threads (default 4)
+  --http-max-input-size=<bytes>  largest request body, also after decompression (default 67108864)
+  --http-idle-timeout-secs=<s>   keep-alive idle timeout (default 60)
+
+gRPC and metrics (accepted for compatibility; served by later releases)
+  --allow-grpc, --grpc-address, --grpc-port (8001), --allow-metrics, --metrics-address,
+  --metrics-port (8002)
+
+  --log-verbose=<n>              verbose logging level (default 0)
+  --help                         this text
+)";
+}
+
+StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  CommandLine cl;
+  cl.server.exit_on_error = false;
+  using Setter = std::function<Status(const std::string& flag, const std::string& value)>;
+  auto boolean = [](bool& target) -> Setter {
+    return [&target](const std::string& f, const std::string& v) {
+      auto b = ParseBool(f, v);
+      if (!b.ok()) return b.status();
+      target = *b;
+      return Status::Ok();
+    };
+  };
+  auto integer = [](int& target, int min, int max) -> Setter {
+    return [&target, min, max](const std::string& f, const std::string& v) {
+      auto n = ParseInt<int>(f, v, min, max);
+      if (!n.ok()) return n.status();
+      target = *n;
+      return Status::Ok();
+    };
+  };
+  auto string = [](std::string& target) -> Setter {
+    return [&target](const std::string&, const std::string& v) {
+      target = v;
+      return Status::Ok();
+    };
+  };
+  int http_port = 8000;
+  std::map<std::string, Setter> flags = {
+      {"model-repository",
+       [&](auto&, auto& v) {
+         cl.server.repositories.push_back(v);
+         return Status::Ok();
+       }},
+      {"model-store",
+       [&](auto&, auto& v) {
+         cl.server.repositories.push_back(v);
+         return Status::Ok();
+       }},
+      {"model-control-mode",
+       [&](const std::string& f, const std::string& v) {
+         if (strcasecmp(v.c_str(), "none") == 0)
+           cl.server.control_mode = ModelControlMode::kNone;
+         else if (strcasecmp(v.c_str(), "poll") == 0)
+           cl.server.control_mode = ModelControlMode::kPoll;
+         else if (strcasecmp(v.c_str(), "explicit") == 0)
+           cl.server.control_mode = ModelControlMode::kExplicit;
+         else
+           return InvalidArgument("--" + f + " must be none, poll or explicit, got '" + v + "'");
+         return Status::Ok();
+       }},
+      {"load-model",
+       [&](auto&, auto& v) {
+         cl.server.startup_models.push_back(v);
+         return Status::Ok();
+       }},
+      {"repository-poll-secs", integer(cl.server.repository_poll_secs, 0, 86400)},
+      {"strict-readiness", boolean(cl.server.strict_readiness)},
+      {"exit-on-error", boolean(cl.server.exit_on_error)},
+      {"exit-timeout-secs", integer(cl.exit_timeout_secs, 0, 86400)},
+      {"id", string(cl.server.id)},
+      {"allow-http", boolean(cl.allow_http)},
+      {"http-address", string(cl.http.address)},
+      {"http-port", integer(http_port, 0, 65535)},
+      {"http-thread-count", integer(cl.http.threads, 1, 256)},
+      {"http-idle-timeout-secs", integer(cl.http.idle_timeout_secs, 1, 86400)},
+      {"http-max-input-size",
+       [&](const std::string& f, const std::string& v) {
+         auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 40);
+         if (!n.ok()) return n.status();
+         cl.http.max_body_bytes = static_cast<size_t>(*n);
+         return Status::Ok();
+       }},
+      {"allow-grpc", boolean(cl.allow_grpc)},
+      {"grpc-address", string(cl.grpc_address)},
+      {"grpc-port", integer(cl.grpc_port, 0, 65535)},
+      {"allow-metrics", boolean(cl.allow_metrics)},
+      {"metrics-address", string(cl.metrics_address)},
+      {"metrics-port", integer(cl.metrics_port, 0, 65535)},
+      {"log-verbose", integer(cl.log_verbose, 0, 100)},
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      cl.help = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + a + "'");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = flags.find(name);
+    if (it == flags.end()) return InvalidArgument("unknown flag '--" + name + "' (see --help)");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return InvalidArgument("flag '--" + name + "' needs a value");
+      value = args[++i];
+    }
+    INFERD_RETURN_IF_ERROR(it->second(name, value));
+  }
+  cl.http.port = static_cast<uint16_t>(http_port);
+  if (cl.help) return cl;
+  if (cl.server.repositories.empty()) {
+    return InvalidArgument("--model-repository is required (see --help)");
+  }
+  if (!cl.server.startup_models.empty() && cl.server.control_mode != ModelControlMode::kExplicit) {
+    return InvalidArgument(
+        "Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
+  }
+  if (cl.server.control_mode != ModelControlMode::kPoll) cl.server.repository_poll_secs = 0;
+  if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
+  return cl;
+}
+
+}  // namespace inferd

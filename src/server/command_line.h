@@ -1,0 +1,37 @@
+// Command-line flags of `inferd` (Triton's names where Triton has the
+// flag). Flags take `--name=value` or `--name value`; booleans accept
+// true/false, on/off, 1/0 in any case.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "frontend/http/http_api.h"
+#include "frontend/http/http_server.h"
+#include "server/inference_server.h"
+
+namespace inferd {
+
+struct CommandLine {
+  ServerOptions server;
+  bool allow_http = true;
+  http::HttpServerOptions http;
+  bool allow_grpc = true;
+  std::string grpc_address = "0.0.0.0";
+  int grpc_port = 8001;
+  bool allow_metrics = true;
+  std::string metrics_address;
+  int metrics_port = 8002;
+  int exit_timeout_secs = 30;
+  int log_verbose = 0;
+  bool help = false;
+};
+
+// Parses argv (without argv[0]). Errors name the flag.
+StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+// The --help text.
+std::string CommandLineUsage();
+
+}  // namespace inferd

@@ -1,0 +1,161 @@
+#include "server/inference_server.h"
+
+#include <chrono>
+
+#include "core/request_validator.h"
+
+namespace inferd {
+
+InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendRegistry> registry)
+    : options_(std::move(options)), registry_(std::move(registry)) {
+  ModelManagerOptions mo;
+  mo.repositories = options_.repositories;
+  mo.mode = options_.control_mode;
+  mo.startup_models = options_.startup_models;
+  mo.registry = registry_.get();
+  mo.gpu_count = options_.gpu_count;
+  manager_ = std::make_unique<ModelManager>(std::move(mo));
+}
+
+InferenceServer::~InferenceServer() { Stop(); }
+
+const char* InferenceServer::Version() { return "0.1.0"; }
+
+std::vector<std::string> InferenceServer::Extensions() const {
+  return {"model_repository", "model_configuration", "binary_tensor_data", "parameters"};
+}
+
+Status InferenceServer::Start() {
+  Status s = manager_->LoadStartupModels();
+  if (!s.ok() && options_.exit_on_error) return s;
+  if (options_.control_mode == ModelControlMode::kPoll && options_.repository_poll_secs > 0) {
+    poller_ = std::thread([this] { PollLoop(); });
+  }
+  return Status::Ok();
+}
+
+void InferenceServer::PollLoop() {
+  std::unique_lock<std::mutex> lock(poll_mu_);
+  while (!poll_stop_) {
+    poll_cv_.wait_for(lock, std::chrono::seconds(options_.repository_poll_secs));
+    if (poll_stop_) break;
+    lock.unlock();
+    manager_->PollOnce();
+    lock.lock();
+  }
+}
+
+void InferenceServer::BeginShutdown() { shutting_down_ = true; }
+
+bool InferenceServer::WaitForIdle(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(idle_mu_);
+  return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                           [&] { return inflight_.load() == 0; });
+}
+
+void InferenceServer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(poll_mu_);
+    poll_stop_ = true;
+  }
+  poll_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  if (manager_) manager_->StopAll();
+}
+
+bool InferenceServer::IsReady() const {
+  if (shutting_down_) return false;
+  return !options_.strict_readiness || manager_->AllReady();
+}
+
+Status InferenceServer::CheckModel(const std::string& name, int64_t version) const {
+  return manager_->Get(name, version).status();
+}
+
+StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t version) const {
+  auto mv = manager_->Get(name, version);
+  if (mv.ok()) return true;
+  if (mv.status().code() == StatusCode::kUnavailable) return false;
+  return mv.status();
+}
+
+StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
+                                                          int64_t version) const {
+  auto mv = manager_->Get(name, version);
+  if (!mv.ok()) return mv.status();
+  const ModelSpec& spec = (*mv)->spec();
+  ModelMetadata md;
+  md.name = spec.name;
+  if (version >= 0) {
+    md.versions.push_back(std::to_string(version));
+  } else {
+    for (int64_t v : manager_->ReadyVersions(name)) md.versions.push_back(std::to_string(v));
+  }
+  md.platform = spec.platform.empty() ? spec.backend : spec.platform;
+  auto convert = [&](const std::vector<TensorSpec>& in, std::vector<TensorMetadata>& out) {
+    for (const auto& t : in) {
+      TensorMetadata tm{t.name, t.datatype, t.dims};
+      if (spec.max_batch_size > 0) tm.shape.insert(tm.shape.begin(), -1);
+      out.push_back(std::move(tm));
+    }
+  };
+  convert(spec.inputs, md.inputs);
+  convert(spec.outputs, md.outputs);
+  return md;
+}
+
+StatusOr<std::string> InferenceServer::GetModelConfigJson(const std::string& name,
+                                                          int64_t version) const {
+  auto mv = manager_->Get(name, version);
+  if (!mv.ok()) return mv.status();
+  return (*mv)->config_json();
+}
+
+StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64_t version) const {
+  auto mv = manager_->Get(name, version);
+  if (!mv.ok()) return mv.status();
+  return (*mv)->spec();
+}
+
+std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only) const {
+  return manager_->Index(ready_only);
+}
+
+Status InferenceServer::LoadModel(const std::string& name,
+                                  const std::optional<std::string>& config_json) {
+  if (manager_->mode() != ModelControlMode::kExplicit) {
+    return Unavailable("explicit model load / unload is not allowed if polling is enabled");
+  }
+  return manager_->Load(name, config_json);
+}
+
+Status InferenceServer::UnloadModel(const std::string& name) {
+  if (manager_->mode() != ModelControlMode::kExplicit) {
+    return Unavailable("explicit model load / unload is not allowed if polling is enabled");
+  }
+  return manager_->Unload(name);
+}
+
+void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCompletion completion) {
+  auto mv = manager_->Get(request->model_name, request->model_version);
+  if (!mv.ok()) {
+    completion(mv.status(), nullptr);
+    return;
+  }
+  Status valid = ValidateRequest((*mv)->spec(), *request);
+  if (!valid.ok()) {
+    completion(valid, nullptr);
+    return;
+  }
+  inflight_.fetch_add(1);
+  (*mv)->Enqueue(std::move(request), [this, completion = std::move(completion)](
+                                         Status s, std::unique_ptr<InferResponse> r) {
+    completion(std::move(s), std::move(r));
+    if (inflight_.fetch_sub(1) == 1) {
+      std::lock_guard<std::mutex> lock(idle_mu_);
+      idle_cv_.notify_all();
+    }
+  });
+}
+
+}  // namespace inferd

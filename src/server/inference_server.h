@@ -1,0 +1,110 @@
+// InferenceServer: the facade both front ends call. Owns the model manager
+// and the repository poller; answers health, metadata, configuration,
+// repository control and inference in protocol-neutral terms.
+//
+// Threading: every method may be called from any thread. Infer() never
+// blocks: it validates, enqueues and returns; the completion runs later on
+// an instance thread (or at once, on the caller's thread, for an error).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backend/backend_registry.h"
+#include "core/infer_request.h"
+#include "repository/model_manager.h"
+
+namespace inferd {
+
+struct ServerOptions {
+  std::string id = "inferd";
+  std::vector<std::string> repositories;
+  ModelControlMode control_mode = ModelControlMode::kNone;
+  std::vector<std::string> startup_models;
+  int repository_poll_secs = 15;
+  bool strict_readiness = true;
+  bool exit_on_error = true;
+  int gpu_count = 0;
+};
+
+struct TensorMetadata {
+  std::string name;
+  DataType datatype;
+  Shape shape;  // -1 for variable dims, leading -1 for the batch dimension
+};
+
+struct ModelMetadata {
+  std::string name;
+  std::vector<std::string> versions;
+  std::string platform;
+  std::vector<TensorMetadata> inputs;
+  std::vector<TensorMetadata> outputs;
+};
+
+class InferenceServer {
+ public:
+  InferenceServer(ServerOptions options, std::unique_ptr<BackendRegistry> registry);
+  ~InferenceServer();
+
+  // Loads the start-up models and starts polling (poll mode). With
+  // exit_on_error, a model that fails to load fails Start.
+  Status Start();
+
+  // Readiness turns false at once and stays false; requests still run.
+  void BeginShutdown();
+  // Waits until no request is in flight or `timeout_ms` passes; true if idle.
+  bool WaitForIdle(int timeout_ms);
+  // Stops polling and every model (drains accepted requests).
+  void Stop();
+
+  bool IsLive() const { return true; }
+  bool IsReady() const;
+  bool IsShuttingDown() const { return shutting_down_.load(); }
+  const std::string& id() const { return options_.id; }
+  static const char* Version();
+  std::vector<std::string> Extensions() const;
+
+  // OK if the model version exists and is ready; otherwise the error an
+  // inference on it would get.
+  Status CheckModel(const std::string& name, int64_t version) const;
+
+  // Model-level queries; `version` < 0 means the latest ready version.
+  StatusOr<bool> ModelReady(const std::string& name, int64_t version) const;
+  StatusOr<ModelMetadata> GetModelMetadata(const std::string& name, int64_t version) const;
+  StatusOr<std::string> GetModelConfigJson(const std::string& name, int64_t version) const;
+  StatusOr<ModelSpec> GetModelSpec(const std::string& name, int64_t version) const;
+
+  // Repository extension.
+  std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only) const;
+  Status LoadModel(const std::string& name, const std::optional<std::string>& config_json);
+  Status UnloadModel(const std::string& name);
+
+  // Validates and enqueues; `completion` is called exactly once.
+  void Infer(std::unique_ptr<InferRequest> request, InferCompletion completion);
+
+  int64_t InflightCount() const { return inflight_.load(); }
+
+ private:
+  void PollLoop();
+
+  const ServerOptions options_;
+  std::unique_ptr<BackendRegistry> registry_;
+  std::unique_ptr<ModelManager> manager_;
+  std::atomic<bool> shutting_down_{false};
+  std::atomic<int64_t> inflight_{0};
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
+
+  std::mutex poll_mu_;
+  std::condition_variable poll_cv_;
+  bool poll_stop_ = false;  // guarded by poll_mu_
+  std::thread poller_;
+};
+
+}  // namespace inferd

@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+#include <rapidjson/document.h>
+
+#include "repository/model_config_util.h"
+#include "repository/version_policy.h"
+
+namespace inferd {
+namespace {
+
+constexpr const char* kSimple = R"(
+name: "simple"
+backend: "add_sub"
+max_batch_size: 8
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+dynamic_batching { max_queue_delay_microseconds: 100 }
+)";
+
+TEST(ModelConfigTest, ParsesAndNormalisesTritonConfig) {
+  auto c = ParseModelConfigText(kSimple, "simple/config.pbtxt");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_TRUE(NormalizeModelConfig("simple", {}, *c).ok());
+  EXPECT_EQ(c->version_policy().latest().num_versions(), 1u);
+  ASSERT_EQ(c->instance_group_size(), 1);
+  EXPECT_EQ(c->instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
+  EXPECT_EQ(c->instance_group(0).count(), 1);
+  EXPECT_EQ(c->instance_group(0).name(), "simple");
+  ASSERT_EQ(c->dynamic_batching().preferred_batch_size_size(), 1);
+  EXPECT_EQ(c->dynamic_batching().preferred_batch_size(0), 8);
+  EXPECT_TRUE(c->optimization().input_pinned_memory().enable());
+  ModelSpec spec = SpecFromConfig(*c);
+  EXPECT_EQ(spec.max_batch_size, 8);
+  ASSERT_EQ(spec.inputs.size(), 2u);
+  EXPECT_EQ(spec.inputs[0].datatype, DataType::kInt32);
+  EXPECT_EQ(spec.inputs[0].dims, Shape({16}));
+}
+
+TEST(ModelConfigTest, SyntaxErrorNamesFileAndLine) {
+  auto c = ParseModelConfigText("name: \"x\"\nmax_batch_size: eight\n", "x/config.pbtxt");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("x/config.pbtxt:2:"), std::string::npos)
+      << c.status().message();
+}
+
+TEST(ModelConfigTest, UnknownFieldIsAnError) {
+  auto c = ParseModelConfigText("name: \"x\"\nmax_batchsize: 8\n", "x/config.pbtxt");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("max_batchsize"), std::string::npos);
+}
+
+TEST(ModelConfigTest, NameMustMatchDirectory) {
+  auto c = ParseModelConfigText(kSimple, "f");
+  ASSERT_TRUE(c.ok());
+  Status s = NormalizeModelConfig("other", {}, *c);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("other"), std::string::npos);
+}
+
+TEST(ModelConfigTest, GpuKindWithoutGpuIsRefused) {
+  auto c = ParseModelConfigText(std::string(kSimple) + "instance_group [{ kind: KIND_GPU }]", "f");
+  ASSERT_TRUE(c.ok());
+  Status s = NormalizeModelConfig("simple", {}, *c);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("KIND_GPU"), std::string::npos);
+}
+
+TEST(ModelConfigTest, PlatformCompletesBackend) {
+  auto c = ParseModelConfigText("platform: \"pytorch_libtorch\"", "f");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(NormalizeModelConfig("m", {}, *c).ok());
+  EXPECT_EQ(c->backend(), "pytorch");
+  EXPECT_EQ(c->default_model_filename(), "model.pt");
+}
+
+TEST(ModelConfigTest, JsonRenderingFollowsTriton) {
+  auto c = ParseModelConfigText(kSimple, "f");
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(NormalizeModelConfig("simple", {}, *c).ok());
+  const std::string json = ModelConfigToJson(*c);
+  rapidjson::Document d;
+  d.Parse(json.c_str());
+  ASSERT_FALSE(d.HasParseError()) << json;
+  EXPECT_EQ(d["max_batch_size"].GetInt(), 8);
+  EXPECT_TRUE(d["input"][0]["dims"][0].IsInt64()) << json;  // a bare number, not "16"
+  EXPECT_STREQ(d["input"][0]["data_type"].GetString(), "TYPE_INT32");
+  EXPECT_FALSE(d["input"][0]["optional"].GetBool());  // defaults are printed
+  EXPECT_TRUE(d["dynamic_batching"]["max_queue_delay_microseconds"].IsUint64());
+  EXPECT_STREQ(d["instance_group"][0]["kind"].GetString(), "KIND_CPU");
+  EXPECT_EQ(d["version_policy"]["latest"]["num_versions"].GetInt(), 1);
+  EXPECT_TRUE(d.HasMember("parameters"));
+  EXPECT_FALSE(d.HasMember("sequence_batching"));
+}
+
+TEST(VersionPolicyTest, LatestAllSpecific) {
+  const std::set<int64_t> avail = {1, 2, 3, 7};
+  inference::ModelVersionPolicy p;
+  EXPECT_EQ(VersionsToLoad(p, avail), std::set<int64_t>({7}));
+  p.mutable_latest()->set_num_versions(2);
+  EXPECT_EQ(VersionsToLoad(p, avail), std::set<int64_t>({3, 7}));
+  p.mutable_all();
+  EXPECT_EQ(VersionsToLoad(p, avail), avail);
+  p.mutable_specific()->add_versions(2);
+  p.mutable_specific()->add_versions(5);
+  EXPECT_EQ(VersionsToLoad(p, avail), std::set<int64_t>({2}));
+}
+
+}  // namespace
+}  // namespace inferd

@@ -1,0 +1,72 @@
+#include "repository/repository_scan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace inferd {
+namespace {
+namespace fs = std::filesystem;
+
+class RepositoryScanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("inferd_scan_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+             "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "repo");
+    fs::create_directories(root_ / "outside" / "1");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  fs::path root_;
+};
+
+TEST_F(RepositoryScanTest, FindsModelsAndVersions) {
+  fs::create_directories(root_ / "repo" / "a" / "1");
+  fs::create_directories(root_ / "repo" / "a" / "12");
+  fs::create_directories(root_ / "repo" / "a" / "01");      // leading zero: ignored
+  fs::create_directories(root_ / "repo" / "a" / "warmup");  // not a version
+  fs::create_directories(root_ / "repo" / ".hidden");
+  std::ofstream(root_ / "repo" / "file.txt") << "x";
+  auto scan = ScanRepositories({(root_ / "repo").string()});
+  ASSERT_TRUE(scan.ok());
+  ASSERT_EQ(scan->size(), 1u);
+  EXPECT_TRUE(scan->at("a").problem.empty());
+  EXPECT_EQ(ScanVersions(scan->at("a").directory), std::set<int64_t>({1, 12}));
+}
+
+TEST_F(RepositoryScanTest, SymlinkOutOfRepositoryIsRefused) {
+  fs::create_directory_symlink(root_ / "outside", root_ / "repo" / "escape");
+  auto scan = ScanRepositories({(root_ / "repo").string()});
+  ASSERT_TRUE(scan.ok());
+  ASSERT_EQ(scan->count("escape"), 1u);
+  EXPECT_NE(scan->at("escape").problem.find("outside"), std::string::npos);
+}
+
+TEST_F(RepositoryScanTest, DuplicateAcrossRepositoriesIsAProblem) {
+  fs::create_directories(root_ / "repo" / "m" / "1");
+  fs::create_directories(root_ / "repo2" / "m" / "1");
+  auto scan = ScanRepositories({(root_ / "repo").string(), (root_ / "repo2").string()});
+  ASSERT_TRUE(scan.ok());
+  EXPECT_NE(scan->at("m").problem.find("more than one"), std::string::npos);
+}
+
+TEST_F(RepositoryScanTest, MissingRepositoryIsAnError) {
+  EXPECT_FALSE(ScanRepositories({(root_ / "nope").string()}).ok());
+}
+
+TEST(ModelNameTest, RefusesEscapingNames) {
+  EXPECT_TRUE(IsValidModelName("simple"));
+  EXPECT_TRUE(IsValidModelName("resnet50.v1"));
+  EXPECT_FALSE(IsValidModelName(""));
+  EXPECT_FALSE(IsValidModelName(".."));
+  EXPECT_FALSE(IsValidModelName("a/b"));
+  EXPECT_FALSE(IsValidModelName("a..b"));
+  EXPECT_FALSE(IsValidModelName(std::string("a\0b", 3)));
+  EXPECT_FALSE(IsValidModelName(std::string(300, 'a')));
+}
+
+}  // namespace
+}  // namespace inferd
