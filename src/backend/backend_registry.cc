@@ -8,6 +8,8 @@ std::unique_ptr<BackendRegistry> BackendRegistry::WithBuiltins() {
   auto r = std::make_unique<BackendRegistry>();
   r->Register("identity", MakeIdentityBackend());
   r->Register("add_sub", MakeAddSubBackend());
+  r->Register("delay", MakeDelayBackend());
+  r->Register("accumulator", MakeAccumulatorBackend());
   return r;
 }
 

@@ -10,6 +10,7 @@
 // scheduler, then one instance thread); it is not internally synchronised.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -61,6 +62,12 @@ class InferRequest {
 
   // Filled by validation.
   int64_t batch_size = 0;  // 0 for models without batching
+
+  // Set by the front end when the client has gone away (disconnect, gRPC
+  // cancel or deadline). Schedulers drop a cancelled request that is still
+  // queued; one already executing runs to the end.
+  std::shared_ptr<std::atomic<bool>> cancel_flag;
+  bool IsCancelled() const { return cancel_flag && cancel_flag->load(std::memory_order_relaxed); }
 
   // Keeps `bytes` alive for as long as the request lives; input views may
   // point into it.

@@ -23,6 +23,15 @@ struct TensorSpec {
   std::string label_filename;
 };
 
+// Sequence control inputs the server delivers to a stateful model.
+enum class ControlKind { kStart, kReady, kEnd, kCorrelationId };
+
+struct ControlInputSpec {
+  std::string name;
+  ControlKind kind = ControlKind::kStart;
+  DataType datatype = DataType::kInvalid;
+};
+
 struct ModelSpec {
   std::string name;
   std::string platform;
@@ -33,6 +42,7 @@ struct ModelSpec {
   std::map<std::string, std::string> parameters;  // config `parameters` string values
   int instance_count = 1;                         // total instances across groups
   bool decoupled = false;
+  std::vector<ControlInputSpec> sequence_controls;  // sequence batching only
 
   const TensorSpec* FindInput(std::string_view n) const {
     for (const auto& t : inputs)

@@ -249,6 +249,92 @@ ModelSpec SpecFromConfig(const inference::ModelConfig& c) {
   }
   s.instance_count = count;
   s.decoupled = c.model_transaction_policy().decoupled();
+  for (const auto& cc : SchedulerConfigFromConfig(c).sequence.controls) {
+    s.sequence_controls.push_back(ControlInputSpec{cc.input_name, cc.kind, cc.datatype});
+  }
+  return s;
+}
+
+namespace {
+
+QueuePolicy ToQueuePolicy(const inference::ModelQueuePolicy& p) {
+  QueuePolicy q;
+  q.delay_on_timeout = p.timeout_action() == inference::ModelQueuePolicy::DELAY;
+  q.default_timeout_us = p.default_timeout_microseconds();
+  q.allow_timeout_override = p.allow_timeout_override();
+  q.max_queue_size = p.max_queue_size();
+  return q;
+}
+
+}  // namespace
+
+SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& c) {
+  SchedulerConfig s;
+  s.max_batch_size = c.max_batch_size();
+  if (c.platform() == "ensemble") {
+    s.kind = SchedulerConfig::Kind::kEnsemble;
+  } else if (c.has_dynamic_batching()) {
+    s.kind = SchedulerConfig::Kind::kDynamic;
+    const auto& db = c.dynamic_batching();
+    s.dynamic.preferred_batch_sizes.assign(db.preferred_batch_size().begin(),
+                                           db.preferred_batch_size().end());
+    s.dynamic.max_queue_delay_us = db.max_queue_delay_microseconds();
+    s.dynamic.preserve_ordering = db.preserve_ordering();
+    s.dynamic.priority_levels = db.priority_levels();
+    s.dynamic.default_priority_level = db.default_priority_level();
+    s.dynamic.default_policy = ToQueuePolicy(db.default_queue_policy());
+    for (const auto& [level, policy] : db.priority_queue_policy()) {
+      s.dynamic.priority_policies[level] = ToQueuePolicy(policy);
+    }
+  } else if (c.has_sequence_batching()) {
+    s.kind = SchedulerConfig::Kind::kSequence;
+    const auto& sb = c.sequence_batching();
+    s.sequence.oldest = sb.has_oldest();
+    s.sequence.max_sequence_idle_us = sb.max_sequence_idle_microseconds();
+    if (sb.has_oldest()) {
+      s.sequence.max_queue_delay_us = sb.oldest().max_queue_delay_microseconds();
+      s.sequence.preferred_batch_sizes.assign(sb.oldest().preferred_batch_size().begin(),
+                                              sb.oldest().preferred_batch_size().end());
+    } else {
+      s.sequence.max_queue_delay_us = sb.direct().max_queue_delay_microseconds();
+    }
+    for (const auto& ci : sb.control_input()) {
+      for (const auto& ctl : ci.control()) {
+        ControlInputConfig cc;
+        cc.input_name = ci.name();
+        switch (ctl.kind()) {
+          case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_START:
+            cc.kind = ControlKind::kStart;
+            break;
+          case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_READY:
+            cc.kind = ControlKind::kReady;
+            break;
+          case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_END:
+            cc.kind = ControlKind::kEnd;
+            break;
+          default:
+            cc.kind = ControlKind::kCorrelationId;
+            break;
+        }
+        if (cc.kind == ControlKind::kCorrelationId) {
+          cc.datatype = static_cast<DataType>(ctl.data_type());
+        } else if (ctl.int32_false_true_size() == 2) {
+          cc.datatype = DataType::kInt32;
+          cc.false_value = ctl.int32_false_true(0);
+          cc.true_value = ctl.int32_false_true(1);
+        } else if (ctl.fp32_false_true_size() == 2) {
+          cc.datatype = DataType::kFp32;
+          cc.false_value = ctl.fp32_false_true(0);
+          cc.true_value = ctl.fp32_false_true(1);
+        } else {
+          cc.datatype = DataType::kBool;
+          cc.false_value = ctl.bool_false_true_size() == 2 ? ctl.bool_false_true(0) : 0;
+          cc.true_value = ctl.bool_false_true_size() == 2 ? ctl.bool_false_true(1) : 1;
+        }
+        s.sequence.controls.push_back(cc);
+      }
+    }
+  }
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include "core/model_spec.h"
 #include "core/status.h"
 #include "model_config.pb.h"
+#include "scheduler/scheduler_config.h"
 
 namespace inferd {
 
@@ -37,6 +38,9 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
 
 // The core's view of a normalised config.
 ModelSpec SpecFromConfig(const inference::ModelConfig& config);
+
+// The scheduling settings of a normalised config.
+SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& config);
 
 // Triton's JSON rendering (PROTOCOL.md §1.7): proto field names, enum
 // names, every primitive printed, selected int64 fields as bare numbers.

@@ -248,6 +248,24 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
   return v->second.runtime;
 }
 
+std::vector<std::shared_ptr<ModelVersion>> ModelManager::ReadyVersionsOf(
+    const std::string& name) const {
+  std::vector<std::shared_ptr<ModelVersion>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [model, rec] : models_) {
+    if (!name.empty() && model != name) continue;
+    for (const auto& [v, vr] : rec.versions) {
+      if (vr.state == "READY" && vr.runtime) out.push_back(vr.runtime);
+    }
+  }
+  return out;
+}
+
+bool ModelManager::Knows(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return models_.count(name) > 0;
+}
+
 std::vector<int64_t> ModelManager::ReadyVersions(const std::string& name) const {
   std::vector<int64_t> out;
   std::lock_guard<std::mutex> lock(mu_);

@@ -67,10 +67,18 @@ class ModelManager {
   // not ready.
   StatusOr<std::shared_ptr<ModelVersion>> Get(const std::string& name, int64_t version) const;
 
+  // True if the manager has a record of the model (loaded, loading or
+  // failed), ready or not.
+  bool Knows(const std::string& name) const;
+
   // READY versions of a model, ascending.
   std::vector<int64_t> ReadyVersions(const std::string& name) const;
 
   std::vector<ModelIndexEntry> Index(bool ready_only) const;
+
+  // Every READY version (of one model when `name` is non-empty), ordered by
+  // model name then version.
+  std::vector<std::shared_ptr<ModelVersion>> ReadyVersionsOf(const std::string& name) const;
 
   // True when every known version is READY (unloaded ones ignored).
   bool AllReady() const;

@@ -1,14 +1,16 @@
 #include "repository/model_version.h"
 
 #include "repository/model_config_util.h"
-#include "scheduler/default_scheduler.h"
+#include "scheduler/dynamic_batch_scheduler.h"
+#include "scheduler/sequence_scheduler.h"
 
 namespace inferd {
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
                                                            const std::string& model_dir,
                                                            int64_t version,
-                                                           const BackendRegistry& registry) {
+                                                           const BackendRegistry& registry,
+                                                           Clock* clock) {
   std::shared_ptr<ModelVersion> mv(new ModelVersion());
   mv->spec_ = SpecFromConfig(config);
   mv->version_ = version;
@@ -50,8 +52,17 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
       }
     }
   }
-  mv->scheduler_ = std::make_unique<DefaultScheduler>(ModelIdentity{mv->spec_.name, version},
-                                                      std::move(instances));
+  const SchedulerConfig sched = SchedulerConfigFromConfig(config);
+  ModelIdentity identity{mv->spec_.name, version};
+  if (sched.kind == SchedulerConfig::Kind::kSequence) {
+    mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(instances),
+                                                         &mv->stats_, clock);
+  } else if (sched.kind == SchedulerConfig::Kind::kEnsemble) {
+    return Unimplemented("ensemble models are not supported yet");
+  } else {
+    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(instances),
+                                                             &mv->stats_, clock);
+  }
   return mv;
 }
 

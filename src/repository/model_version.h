@@ -13,6 +13,8 @@
 
 #include "backend/backend_registry.h"
 #include "core/model_spec.h"
+#include "scheduler/clock.h"
+#include "scheduler/model_stats.h"
 #include "scheduler/scheduler.h"
 
 namespace inference {
@@ -28,12 +30,15 @@ class ModelVersion {
   // its instance groups and starts the scheduler.
   static StatusOr<std::shared_ptr<ModelVersion>> Load(const inference::ModelConfig& config,
                                                       const std::string& model_dir, int64_t version,
-                                                      const BackendRegistry& registry);
+                                                      const BackendRegistry& registry,
+                                                      Clock* clock = RealClock::Get());
   ~ModelVersion();
 
   const ModelSpec& spec() const { return spec_; }
   int64_t version() const { return version_; }
   const std::string& config_json() const { return config_json_; }
+  const ModelStats& stats() const { return stats_; }
+  ModelStats& stats() { return stats_; }
 
   // Hands a validated request to the scheduler (never blocks); the
   // completion is called exactly once, possibly before this returns.
@@ -48,6 +53,7 @@ class ModelVersion {
   ModelSpec spec_;
   int64_t version_ = 0;
   std::string config_json_;
+  ModelStats stats_;
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<BackendModel> backend_model_;
   std::unique_ptr<Scheduler> scheduler_;  // owns the instances; destroyed first

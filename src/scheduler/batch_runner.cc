@@ -5,6 +5,12 @@
 namespace inferd {
 namespace {
 
+uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
+  return b > a ? static_cast<uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
+               : 0;
+}
+
 // Keeps only the requested outputs (in the backend's order) and checks that
 // the backend produced each of them.
 Status SelectOutputs(const InferRequest& request, InferResponse& response) {
@@ -23,31 +29,61 @@ Status SelectOutputs(const InferRequest& request, InferResponse& response) {
 
 }  // namespace
 
-void RunBatch(const ModelIdentity& model, BackendInstance& instance,
+void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason reason,
+                 const Status& status) {
+  if (ctx.stats) ctx.stats->RecordFailure(reason, Ns(pending.arrival, ctx.clock->Now()));
+  pending.completion(status, nullptr);
+}
+
+void RunBatch(const BatchContext& ctx, BackendInstance& instance,
               std::vector<std::unique_ptr<PendingRequest>>& batch) {
+  Clock& clock = *ctx.clock;
+  const auto start = clock.Now();
   std::vector<std::unique_ptr<InferResponse>> responses;
   std::vector<ExecutionItem> items;
   responses.reserve(batch.size());
   items.reserve(batch.size());
+  uint64_t rows = 0;
   for (auto& p : batch) {
     auto r = std::make_unique<InferResponse>();
     items.push_back(ExecutionItem{p->request.get(), r.get(), Status::Ok()});
     responses.push_back(std::move(r));
+    rows += static_cast<uint64_t>(std::max<int64_t>(1, p->request->batch_size));
   }
+  const auto infer_start = clock.Now();
   instance.Execute(items);
+  const auto infer_end = clock.Now();
+  std::vector<Status> statuses(batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    statuses[i] = items[i].status;
+    if (statuses[i].ok()) statuses[i] = SelectOutputs(*batch[i]->request, *responses[i]);
+    if (statuses[i].ok()) {
+      auto& resp = *responses[i];
+      resp.model_name = ctx.model.name;
+      resp.model_version = ctx.model.version;
+      resp.id = batch[i]->request->id;
+    }
+  }
+  const auto output_end = clock.Now();
+  if (ctx.stats) {
+    ctx.stats->RecordExecution(rows, Ns(start, infer_start), Ns(infer_start, infer_end),
+                               Ns(infer_end, output_end));
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& pending = *batch[i];
-    Status st = items[i].status;
-    if (st.ok()) st = SelectOutputs(*pending.request, *responses[i]);
-    if (!st.ok()) {
-      pending.completion(st, nullptr);
-      continue;
+    if (ctx.stats) {
+      const uint64_t total = Ns(pending.arrival, output_end);
+      if (statuses[i].ok()) {
+        ctx.stats->RecordSuccess(total, Ns(pending.arrival, start));
+      } else {
+        ctx.stats->RecordFailure(FailReason::kBackend, total);
+      }
     }
-    auto& resp = *responses[i];
-    resp.model_name = model.name;
-    resp.model_version = model.version;
-    resp.id = pending.request->id;
-    pending.completion(Status::Ok(), std::move(responses[i]));
+    if (statuses[i].ok()) {
+      pending.completion(Status::Ok(), std::move(responses[i]));
+    } else {
+      pending.completion(statuses[i], nullptr);
+    }
   }
   batch.clear();
 }

@@ -1,11 +1,14 @@
 // Runs one batch of pending requests on a backend instance and completes
-// each request with its own response or error. Called on an instance thread.
+// each request with its own response or error, recording statistics.
+// Called on an instance thread.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "backend/backend.h"
+#include "scheduler/clock.h"
+#include "scheduler/model_stats.h"
 #include "scheduler/scheduler.h"
 
 namespace inferd {
@@ -15,7 +18,21 @@ struct ModelIdentity {
   int64_t version = 0;
 };
 
-void RunBatch(const ModelIdentity& model, BackendInstance& instance,
+struct BatchContext {
+  ModelIdentity model;
+  ModelStats* stats = nullptr;  // may be null
+  Clock* clock = nullptr;
+};
+
+// Executes `batch` (cleared on return). Requests cancelled while queued
+// should have been removed before; a request that fails inside the backend
+// fails alone.
+void RunBatch(const BatchContext& ctx, BackendInstance& instance,
               std::vector<std::unique_ptr<PendingRequest>>& batch);
+
+// Completes a request that never reached a backend (rejected, timed out,
+// cancelled) and records it.
+void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason reason,
+                 const Status& status);
 
 }  // namespace inferd

@@ -2,14 +2,15 @@
 //
 // Enqueue never blocks. From the moment Enqueue is called the scheduler owns
 // the request and calls its completion exactly once: with the response, or
-// with UNAVAILABLE at once when it cannot take the request (stopped, or a
-// full queue).
+// with an error at once when it cannot take the request (stopped, a full
+// queue, a sequence error), or later (timeout, cancellation).
 // Stop() finishes every accepted request, then joins the instance threads;
 // it may be called from any thread except an instance thread.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "core/infer_request.h"
 #include "core/status.h"
@@ -20,6 +21,13 @@ struct PendingRequest {
   std::unique_ptr<InferRequest> request;
   InferCompletion completion;
   std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
+
+  // Filled by the scheduler.
+  std::string batch_signature;  // requests batch together only when equal
+  int64_t rows = 1;             // batch rows this request contributes
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool delayed = false;   // timed out under a DELAY policy
+  uint64_t sequence = 0;  // arrival order, for preserve_ordering
 };
 
 class Scheduler {

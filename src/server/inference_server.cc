@@ -22,7 +22,8 @@ InferenceServer::~InferenceServer() { Stop(); }
 const char* InferenceServer::Version() { return "0.1.0"; }
 
 std::vector<std::string> InferenceServer::Extensions() const {
-  return {"model_repository", "model_configuration", "binary_tensor_data", "parameters"};
+  return {"sequence",           "model_repository", "schedule_policy", "model_configuration",
+          "binary_tensor_data", "parameters",       "statistics"};
 }
 
 Status InferenceServer::Start() {
@@ -76,6 +77,9 @@ StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t vers
   auto mv = manager_->Get(name, version);
   if (mv.ok()) return true;
   if (mv.status().code() == StatusCode::kUnavailable) return false;
+  // A model that is known but has no ready version (failed or unloaded) is
+  // "not ready", not "unknown", unless a specific unknown version was asked.
+  if (version < 0 && manager_->Knows(name)) return false;
   return mv.status();
 }
 
@@ -115,6 +119,22 @@ StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   return (*mv)->spec();
+}
+
+StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std::string& name,
+                                                                      int64_t version) const {
+  std::vector<ModelStatistics> out;
+  for (const auto& mv : manager_->ReadyVersionsOf(name)) {
+    if (version >= 0 && mv->version() != version) continue;
+    out.push_back(ModelStatistics{mv->spec().name, mv->version(), mv->stats().Snapshot()});
+  }
+  if (!name.empty() && out.empty()) {
+    if (version >= 0 && !manager_->ReadyVersionsOf(name).empty()) {
+      return InvalidArgument("requested model version is not available for model '" + name + "'");
+    }
+    return InvalidArgument("requested model '" + name + "' is not available");
+  }
+  return out;
 }
 
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only) const {

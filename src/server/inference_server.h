@@ -47,6 +47,12 @@ struct ModelMetadata {
   std::vector<TensorMetadata> outputs;
 };
 
+struct ModelStatistics {
+  std::string name;
+  int64_t version = 0;
+  ModelStatsSnapshot stats;
+};
+
 class InferenceServer {
  public:
   InferenceServer(ServerOptions options, std::unique_ptr<BackendRegistry> registry);
@@ -79,6 +85,12 @@ class InferenceServer {
   StatusOr<ModelMetadata> GetModelMetadata(const std::string& name, int64_t version) const;
   StatusOr<std::string> GetModelConfigJson(const std::string& name, int64_t version) const;
   StatusOr<ModelSpec> GetModelSpec(const std::string& name, int64_t version) const;
+
+  // Statistics extension: every ready version of every model (name empty),
+  // of one model (version < 0), or one version. A named model or version
+  // that is not ready is INVALID_ARGUMENT, as in Triton.
+  StatusOr<std::vector<ModelStatistics>> GetStatistics(const std::string& name,
+                                                       int64_t version) const;
 
   // Repository extension.
   std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only) const;

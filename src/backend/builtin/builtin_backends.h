@@ -15,4 +15,12 @@ std::shared_ptr<Backend> MakeIdentityBackend();
 // FP32, INT8 (wrapping) and BYTES holding decimal integers.
 std::shared_ptr<Backend> MakeAddSubBackend();
 
+// delay: OUTPUT0 = INPUT0 after sleeping the model parameter
+// `execute_delay_ms` once per execution, whatever the batch size.
+std::shared_ptr<Backend> MakeDelayBackend();
+
+// accumulator: stateful; OUTPUT = running sum of INPUT over a sequence,
+// keyed by the CORRID control input; START resets, END forgets.
+std::shared_ptr<Backend> MakeAccumulatorBackend();
+
 }  // namespace inferd

@@ -67,6 +67,71 @@ void WriteTensorMetadata(Writer& w, const std::vector<TensorMetadata>& tensors) 
   w.EndArray();
 }
 
+void WriteDuration(Writer& w, const char* key, const DurationStat& d) {
+  w.Key(key);
+  w.StartObject();
+  w.Key("count");
+  w.Uint64(d.count);
+  w.Key("ns");
+  w.Uint64(d.ns);
+  w.EndObject();
+}
+
+HttpResponse StatisticsResponse(const std::vector<ModelStatistics>& all) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  w.Key("model_stats");
+  w.StartArray();
+  for (const auto& m : all) {
+    const ModelStatsSnapshot& s = m.stats;
+    w.StartObject();
+    w.Key("name");
+    w.String(m.name.c_str());
+    w.Key("version");
+    w.String(std::to_string(m.version).c_str());
+    w.Key("last_inference");
+    w.Uint64(s.last_inference_ms);
+    w.Key("inference_count");
+    w.Uint64(s.inference_count);
+    w.Key("execution_count");
+    w.Uint64(s.execution_count);
+    w.Key("inference_stats");
+    w.StartObject();
+    WriteDuration(w, "success", s.success);
+    WriteDuration(w, "fail", s.fail);
+    WriteDuration(w, "queue", s.queue);
+    WriteDuration(w, "compute_input", s.compute_input);
+    WriteDuration(w, "compute_infer", s.compute_infer);
+    WriteDuration(w, "compute_output", s.compute_output);
+    WriteDuration(w, "cache_hit", DurationStat{});
+    WriteDuration(w, "cache_miss", DurationStat{});
+    w.EndObject();
+    w.Key("response_stats");
+    w.StartObject();
+    w.EndObject();
+    w.Key("batch_stats");
+    w.StartArray();
+    for (const auto& [size, b] : s.batch_stats) {
+      w.StartObject();
+      w.Key("batch_size");
+      w.Uint64(size);
+      WriteDuration(w, "compute_input", b.compute_input);
+      WriteDuration(w, "compute_infer", b.compute_infer);
+      WriteDuration(w, "compute_output", b.compute_output);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.Key("memory_usage");
+    w.StartArray();
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return JsonResponse(200, buf);
+}
+
 }  // namespace
 
 std::optional<std::string> PercentDecode(std::string_view s) {
@@ -126,6 +191,12 @@ void HttpApi::Handle(HttpRequest req, std::shared_ptr<HttpResponder> responder) 
     r.body = std::string("{\"") + (live ? "live" : "ready") + "\":" + (ok ? "true" : "false") + "}";
     return send(std::move(r));
   }
+  if (segs[1] == "models" && segs.size() == 3 && segs[2] == "stats") {
+    if (!method_is("GET")) return;
+    auto stats = server_.GetStatistics("", -1);
+    if (!stats.ok()) return send(FromStatus(stats.status()));
+    return send(StatisticsResponse(*stats));
+  }
   if (segs[1] == "models" && segs.size() >= 3) {
     auto name = PercentDecode(segs[2]);
     if (!name || !IsValidModelName(*name)) {
@@ -154,10 +225,16 @@ void HttpApi::HandleModel(const HttpRequest& req, const std::string& model, int6
                           const std::string& action, std::shared_ptr<HttpResponder> responder) {
   auto send = [&](HttpResponse r) { responder->Send(std::move(r)); };
   const char* want = action == "infer" ? "POST" : "GET";
-  if (action != "" && action != "ready" && action != "config" && action != "infer") {
+  if (action != "" && action != "ready" && action != "config" && action != "infer" &&
+      action != "stats") {
     return send(ErrorResponse(404, "Not Found"));
   }
   if (req.method != want) return send(ErrorResponse(405, "Method Not Allowed"));
+  if (action == "stats") {
+    auto stats = server_.GetStatistics(model, version);
+    if (!stats.ok()) return send(FromStatus(stats.status()));
+    return send(StatisticsResponse(*stats));
+  }
   if (action == "infer") return HandleInfer(req, model, version, std::move(responder));
   if (action == "ready") {
     auto ready = server_.ModelReady(model, version);
@@ -228,8 +305,16 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
     }
     header_length = n;
   }
-  auto decoded = DecodeInferRequest(body, header_length, model, version, DecodeLimits{});
+  StatusOr<DecodedInfer> decoded = Internal("unset");
+  if (header_length && *header_length == 0) {
+    auto spec = server_.GetModelSpec(model, version);
+    if (!spec.ok()) return fail(spec.status());
+    decoded = DecodeRawBinaryRequest(body, *spec, version);
+  } else {
+    decoded = DecodeInferRequest(body, header_length, model, version, DecodeLimits{});
+  }
   if (!decoded.ok()) return fail(decoded.status());
+  decoded->request->cancel_flag = req.cancelled;
   const std::string* accept = req.Header("Accept-Encoding");
   const Encoding encoding = accept ? ChooseEncoding(*accept) : Encoding::kIdentity;
   server_.Infer(std::move(decoded->request),

@@ -29,6 +29,8 @@ struct Shared {
 };
 
 class Session : public std::enable_shared_from_this<Session> {
+  enum class Next { kNone, kRead, kLinger, kClose };
+
  public:
   Session(tcp::socket socket, std::shared_ptr<Shared> shared)
       : stream_(std::move(socket)), shared_(std::move(shared)) {}
@@ -89,7 +91,66 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.reset();
     shared_->active.fetch_add(1);
     answering_ = true;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    req.cancelled = cancel_;
     shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this()));
+    StartWatch();
+  }
+
+  // While a request is being served, a read on the socket notices a client
+  // that goes away (EOF or reset) and cancels the request, so a scheduler
+  // can drop it if it is still queued. Bytes that arrive instead (a
+  // pipelined request) are kept for the next parse.
+  void StartWatch() {
+    watching_ = true;
+    stream_.socket().async_read_some(
+        buffer_.prepare(16384),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
+  }
+
+  void OnWatch(beast::error_code ec, size_t n) {
+    watching_ = false;
+    if (!ec) {
+      buffer_.commit(n);
+    } else if (ec != net::error::operation_aborted) {
+      if (cancel_) cancel_->store(true);
+      client_gone_ = true;
+    }
+    AfterWatch();
+  }
+
+  // Runs the step that was waiting for the watch read to finish.
+  void AfterWatch() {
+    const Next next = next_;
+    next_ = Next::kNone;
+    switch (next) {
+      case Next::kNone:
+        break;
+      case Next::kRead:
+        if (client_gone_) {
+          Close();
+        } else {
+          DoRead();
+        }
+        break;
+      case Next::kLinger:
+        Linger();
+        break;
+      case Next::kClose:
+        Close();
+        break;
+    }
+  }
+
+  // Continues with `next` once no watch read is pending.
+  void Then(Next next) {
+    next_ = next;
+    if (watching_) {
+      beast::error_code ec;
+      stream_.socket().cancel(ec);  // completes the watch with operation_aborted
+      return;
+    }
+    AfterWatch();
   }
 
   void Write(HttpResponse r) {
@@ -111,11 +172,11 @@ class Session : public std::enable_shared_from_this<Session> {
                            self->shared_->active.fetch_sub(1);
                          }
                          if (ec) {
-                           self->Close();
+                           self->Then(Next::kClose);
                          } else if (!self->keep_alive_) {
-                           self->Linger();
+                           self->Then(Next::kLinger);
                          } else {
-                           self->DoRead();
+                           self->Then(Next::kRead);
                          }
                        });
   }
@@ -169,6 +230,10 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<Shared> shared_;
   bool keep_alive_ = true;
   bool answering_ = false;  // a handler owes this connection a response
+  bool watching_ = false;   // a watch read is pending
+  bool client_gone_ = false;
+  Next next_ = Next::kNone;
+  std::shared_ptr<std::atomic<bool>> cancel_;
   unsigned version_ = 11;
   std::array<char, 16384> scratch_;
   int drained_reads_ = 0;

@@ -3,6 +3,7 @@
 // include Beast.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,6 +18,8 @@ struct HttpRequest {
   std::string path;    // target without the query string, not yet percent-decoded
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<std::string> body;
+  // Becomes true when the client disconnects before the response is sent.
+  std::shared_ptr<std::atomic<bool>> cancelled;
 
   // Case-insensitive header lookup; nullptr if absent.
   const std::string* Header(std::string_view name) const;

@@ -253,9 +253,12 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
                            " bytes)");
   }
   if (json_len == 0) {
+    return InvalidArgument("the request body is empty; expected a JSON inference request");
+  }
+  if (std::memchr(body->data(), '\0', json_len) != nullptr) {
     return InvalidArgument(
-        "Inference-Header-Content-Length 0 (a raw binary request) is not supported; send a JSON "
-        "header describing the inputs");
+        "the request JSON contains a NUL byte (binary data needs "
+        "Inference-Header-Content-Length)");
   }
   // Nesting: one level for the request object, inputs array, input object,
   // data array, then the tensor's own nesting.
@@ -401,6 +404,64 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
       req.outputs.push_back(std::move(ro));
     }
   }
+  return out;
+}
+
+StatusOr<DecodedInfer> DecodeRawBinaryRequest(std::shared_ptr<const std::string> body,
+                                              const ModelSpec& spec, int64_t model_version) {
+  if (spec.inputs.size() != 1) {
+    return InvalidArgument(
+        "a raw binary request (Inference-Header-Content-Length: 0) needs a "
+        "model with exactly one input; model " +
+        Q(spec.name) + " has " + std::to_string(spec.inputs.size()));
+  }
+  const TensorSpec& ts = spec.inputs[0];
+  DecodedInfer out;
+  out.request = std::make_unique<InferRequest>();
+  InferRequest& req = *out.request;
+  req.model_name = spec.name;
+  req.model_version = model_version;
+  req.Hold(body);
+  InferInput input;
+  input.name = ts.name;
+  input.datatype = ts.datatype;
+  if (ts.datatype == DataType::kBytes) {
+    if (body->size() > UINT32_MAX) return InvalidArgument("raw BYTES element is too large");
+    input.shape = {1};
+    std::string element;
+    AppendBytesElement(element, *body);
+    char* buf = req.Allocate(element.size());
+    std::memcpy(buf, element.data(), element.size());
+    input.data = BufferView{buf, element.size(), MemoryType::kCpu, 0};
+  } else {
+    const size_t esize = DataTypeByteSize(ts.datatype);
+    uint64_t known = esize;
+    int wildcard = -1;
+    for (size_t i = 0; i < ts.dims.size(); ++i) {
+      if (ts.dims[i] == -1) {
+        if (wildcard >= 0) {
+          return InvalidArgument("a raw binary request needs input " + Q(ts.name) +
+                                 " to have at most one variable dimension");
+        }
+        wildcard = static_cast<int>(i);
+      } else {
+        auto k = CheckedMul(known, static_cast<uint64_t>(ts.dims[i]));
+        if (!k) return InvalidArgument("input " + Q(ts.name) + " is too large");
+        known = *k;
+      }
+    }
+    if (known == 0 || body->size() % known != 0 || (wildcard < 0 && body->size() != known)) {
+      return InvalidArgument("raw binary body of " + std::to_string(body->size()) +
+                             " bytes does not fit input " + Q(ts.name) + " with dims " +
+                             ShapeToString(ts.dims));
+    }
+    input.shape = ts.dims;
+    if (wildcard >= 0) input.shape[wildcard] = static_cast<int64_t>(body->size() / known);
+    input.data = BufferView{body->data(), body->size(), MemoryType::kCpu, 0};
+  }
+  if (spec.max_batch_size > 0) input.shape.insert(input.shape.begin(), 1);
+  req.inputs.push_back(std::move(input));
+  out.encoding.binary_default = true;
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/infer_request.h"
+#include "core/model_spec.h"
 #include "core/status.h"
 
 namespace inferd::http {
@@ -45,6 +46,13 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
                                           std::optional<size_t> header_length,
                                           const std::string& model_name, int64_t model_version,
                                           const DecodeLimits& limits);
+
+// Decodes a raw binary request (Inference-Header-Content-Length: 0): the
+// whole body is the data of the model's only input; its shape comes from
+// the config (one variable dimension at most, derived from the byte count;
+// BYTES bodies are one element). Every output is returned binary.
+StatusOr<DecodedInfer> DecodeRawBinaryRequest(std::shared_ptr<const std::string> body,
+                                              const ModelSpec& spec, int64_t model_version);
 
 struct EncodedResponse {
   std::string body;

@@ -1,0 +1,43 @@
+// Clock: the time source of the schedulers, injected so that tests drive
+// batching and timeouts with a fake clock instead of sleeping.
+//
+// Threading: Now() and WaitUntil() are called concurrently from scheduler
+// threads; implementations must be thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace inferd {
+
+class Clock {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+  virtual ~Clock() = default;
+  virtual TimePoint Now() const = 0;
+  // Waits on `cv` (with `lock` held on entry and exit) until notified or
+  // until Now() >= deadline. Spurious returns are allowed; callers re-check.
+  virtual void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                         TimePoint deadline) = 0;
+};
+
+class RealClock : public Clock {
+ public:
+  TimePoint Now() const override { return std::chrono::steady_clock::now(); }
+  void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                 TimePoint deadline) override {
+    if (deadline == TimePoint::max()) {
+      cv.wait(lock);
+    } else {
+      cv.wait_until(lock, deadline);
+    }
+  }
+  // A process-wide instance (stateless).
+  static Clock* Get() {
+    static RealClock clock;
+    return &clock;
+  }
+};
+
+}  // namespace inferd

@@ -1,0 +1,234 @@
+#include "scheduler/dynamic_batch_scheduler.h"
+
+#include <algorithm>
+
+namespace inferd {
+
+struct DynamicBatchScheduler::Ordering {
+  std::mutex mu;
+  uint64_t next = 0;  // guarded by mu
+  struct Ready {
+    InferCompletion completion;
+    Status status;
+    std::unique_ptr<InferResponse> response;
+  };
+  std::map<uint64_t, Ready> held;  // guarded by mu
+
+  // Delivers `seq` and every held successor in order. Completions never
+  // block, so running them under the lock keeps the order simple.
+  void Deliver(uint64_t seq, InferCompletion completion, Status status,
+               std::unique_ptr<InferResponse> response) {
+    std::lock_guard<std::mutex> lock(mu);
+    held[seq] = Ready{std::move(completion), std::move(status), std::move(response)};
+    for (auto it = held.find(next); it != held.end(); it = held.find(next)) {
+      it->second.completion(std::move(it->second.status), std::move(it->second.response));
+      held.erase(it);
+      ++next;
+    }
+  }
+};
+
+std::string BatchSignature(const InferRequest& request, bool batching) {
+  std::string sig;
+  std::vector<const InferInput*> inputs;
+  for (const auto& in : request.inputs) inputs.push_back(&in);
+  std::sort(inputs.begin(), inputs.end(),
+            [](const InferInput* a, const InferInput* b) { return a->name < b->name; });
+  for (const InferInput* in : inputs) {
+    sig += in->name;
+    sig += ':';
+    sig += std::to_string(static_cast<int>(in->datatype));
+    for (size_t i = batching ? 1 : 0; i < in->shape.size(); ++i) {
+      sig += ',';
+      sig += std::to_string(in->shape[i]);
+    }
+    sig += ';';
+  }
+  return sig;
+}
+
+DynamicBatchScheduler::DynamicBatchScheduler(
+    ModelIdentity model, const SchedulerConfig& config,
+    std::vector<std::unique_ptr<BackendInstance>> instances, ModelStats* stats, Clock* clock)
+    : ctx_{std::move(model), stats, clock}, instances_(std::move(instances)) {
+  policy_.batching = config.kind == SchedulerConfig::Kind::kDynamic && config.max_batch_size > 0;
+  policy_.max_batch_size = std::max<int64_t>(1, config.max_batch_size);
+  if (config.kind == SchedulerConfig::Kind::kDynamic) {
+    config_ = config.dynamic;
+    policy_.preferred_batch_sizes = config_.preferred_batch_sizes;
+    std::sort(policy_.preferred_batch_sizes.begin(), policy_.preferred_batch_sizes.end());
+    policy_.max_queue_delay = std::chrono::microseconds(config_.max_queue_delay_us);
+  }
+  const uint64_t levels = std::max<uint64_t>(1, config_.priority_levels);
+  for (uint64_t l = 1; l <= levels; ++l) {
+    auto it = config_.priority_policies.find(l);
+    levels_[l].policy = it != config_.priority_policies.end() ? it->second : config_.default_policy;
+  }
+  if (config_.preserve_ordering) ordering_ = std::make_shared<Ordering>();
+  for (auto& inst : instances_) {
+    threads_.emplace_back([this, i = inst.get()] { InstanceLoop(i); });
+  }
+}
+
+DynamicBatchScheduler::~DynamicBatchScheduler() { Stop(); }
+
+void DynamicBatchScheduler::WrapForOrdering(PendingRequest& pending) {
+  if (!ordering_) return;
+  pending.completion = [ordering = ordering_, seq = pending.sequence,
+                        inner = std::move(pending.completion)](
+                           Status s, std::unique_ptr<InferResponse> r) mutable {
+    ordering->Deliver(seq, std::move(inner), std::move(s), std::move(r));
+  };
+}
+
+void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
+  const InferRequest& req = *pending->request;
+  pending->arrival = ctx_.clock->Now();
+  pending->rows = policy_.batching ? std::max<int64_t>(1, req.batch_size) : 1;
+  if (policy_.batching) pending->batch_signature = BatchSignature(req, true);
+
+  std::unique_lock<std::mutex> lock(mu_);
+  Status reject;
+  uint64_t level = req.priority;
+  if (level == 0 || level > levels_.size()) {
+    level = config_.default_priority_level == 0 ? levels_.size() / 2 + levels_.size() % 2
+                                                : config_.default_priority_level;
+    level = std::clamp<uint64_t>(level, 1, levels_.size());
+  }
+  Level& lv = levels_[level];
+  if (stopping_) {
+    reject = Unavailable("model '" + ctx_.model.name + "' version " +
+                         std::to_string(ctx_.model.version) + " is unloading");
+  } else if (lv.policy.max_queue_size > 0 && lv.queue.size() >= lv.policy.max_queue_size) {
+    reject =
+        Unavailable("Exceeds maximum queue size of " + std::to_string(lv.policy.max_queue_size) +
+                    " for model '" + ctx_.model.name + "'");
+  }
+  pending->sequence = next_sequence_++;
+  WrapForOrdering(*pending);
+  if (!reject.ok()) {
+    lock.unlock();
+    FailPending(ctx_, *pending, FailReason::kRejected, reject);
+    return;
+  }
+  uint64_t timeout_us = lv.policy.default_timeout_us;
+  if (lv.policy.allow_timeout_override && req.timeout_us > 0) {
+    timeout_us = timeout_us == 0 ? req.timeout_us : std::min(timeout_us, req.timeout_us);
+  }
+  if (timeout_us > 0) pending->deadline = pending->arrival + std::chrono::microseconds(timeout_us);
+  if (ctx_.stats) ctx_.stats->AddPending(1);
+  lv.queue.push_back(std::move(pending));
+  lock.unlock();
+  cv_.notify_one();
+}
+
+void DynamicBatchScheduler::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+bool DynamicBatchScheduler::EmptyLocked() const {
+  if (!delayed_.empty()) return false;
+  for (const auto& [l, lv] : levels_) {
+    if (!lv.queue.empty()) return false;
+  }
+  return true;
+}
+
+void DynamicBatchScheduler::ExpireLocked(
+    Clock::TimePoint now,
+    std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>>& failed) {
+  auto sweep = [&](std::deque<std::unique_ptr<PendingRequest>>& q, const QueuePolicy* policy) {
+    for (auto it = q.begin(); it != q.end();) {
+      PendingRequest& p = **it;
+      if (p.request->IsCancelled()) {
+        failed.emplace_back(std::move(*it), FailReason::kCancelled);
+        it = q.erase(it);
+      } else if (policy && now >= p.deadline) {
+        if (policy->delay_on_timeout) {
+          p.deadline = Clock::TimePoint::max();
+          p.delayed = true;
+          delayed_.push_back(std::move(*it));
+        } else {
+          failed.emplace_back(std::move(*it), FailReason::kRejected);
+        }
+        it = q.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  };
+  for (auto& [l, lv] : levels_) sweep(lv.queue, &lv.policy);
+  sweep(delayed_, nullptr);
+}
+
+void DynamicBatchScheduler::InstanceLoop(BackendInstance* instance) {
+  std::vector<std::unique_ptr<PendingRequest>> batch;
+  std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>> failed;
+  std::vector<BatchCandidate> view;
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    const auto now = ctx_.clock->Now();
+    ExpireLocked(now, failed);
+    if (!failed.empty()) {
+      if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(failed.size()));
+      lock.unlock();
+      for (auto& [p, reason] : failed) {
+        FailPending(ctx_, *p, reason,
+                    reason == FailReason::kCancelled
+                        ? Cancelled("request cancelled by the client before it ran")
+                        : Unavailable("Request timeout expired"));
+      }
+      failed.clear();
+      lock.lock();
+      continue;
+    }
+    if (EmptyLocked()) {
+      if (stopping_) return;
+      ctx_.clock->WaitUntil(lock, cv_, Clock::TimePoint::max());
+      continue;
+    }
+    // Serving order: priority levels (1 first), then delayed requests.
+    view.clear();
+    Clock::TimePoint next_deadline = Clock::TimePoint::max();
+    for (auto& [l, lv] : levels_) {
+      for (auto& p : lv.queue) {
+        view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+        next_deadline = std::min(next_deadline, p->deadline);
+      }
+    }
+    for (auto& p : delayed_)
+      view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+    BatchPolicy policy = policy_;
+    if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);  // drain now
+    const BatchDecision d = DecideBatch(policy, view, now);
+    if (d.take == 0) {
+      ctx_.clock->WaitUntil(lock, cv_, std::min(d.wake_at, next_deadline));
+      continue;
+    }
+    for (auto& [l, lv] : levels_) {
+      while (batch.size() < d.take && !lv.queue.empty()) {
+        batch.push_back(std::move(lv.queue.front()));
+        lv.queue.pop_front();
+      }
+    }
+    while (batch.size() < d.take && !delayed_.empty()) {
+      batch.push_back(std::move(delayed_.front()));
+      delayed_.pop_front();
+    }
+    if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
+    const bool more = !EmptyLocked();
+    lock.unlock();
+    if (more) cv_.notify_one();  // another free instance may take the rest
+    RunBatch(ctx_, *instance, batch);
+    lock.lock();
+  }
+}
+
+}  // namespace inferd

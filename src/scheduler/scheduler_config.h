@@ -1,0 +1,55 @@
+// Plain scheduling settings extracted from a model's config (the proto
+// stays in the repository code). One of: no batching, dynamic batching,
+// sequence batching.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/datatype.h"
+#include "core/model_spec.h"
+
+namespace inferd {
+
+struct QueuePolicy {
+  bool delay_on_timeout = false;  // timeout_action DELAY (else REJECT)
+  uint64_t default_timeout_us = 0;
+  bool allow_timeout_override = false;
+  uint32_t max_queue_size = 0;  // 0 = unbounded
+};
+
+struct DynamicBatchingConfig {
+  std::vector<int64_t> preferred_batch_sizes;  // ascending
+  uint64_t max_queue_delay_us = 0;
+  bool preserve_ordering = false;
+  uint64_t priority_levels = 0;  // 0: one level
+  uint64_t default_priority_level = 0;
+  QueuePolicy default_policy;
+  std::map<uint64_t, QueuePolicy> priority_policies;
+};
+
+struct ControlInputConfig {
+  std::string input_name;
+  ControlKind kind = ControlKind::kStart;
+  DataType datatype = DataType::kInvalid;  // of the tensor delivered
+  double false_value = 0, true_value = 1;  // for START/READY/END
+};
+
+struct SequenceBatchingConfig {
+  bool oldest = false;  // strategy: oldest (else direct)
+  uint64_t max_sequence_idle_us = 1000000;
+  uint64_t max_queue_delay_us = 0;
+  std::vector<int64_t> preferred_batch_sizes;
+  std::vector<ControlInputConfig> controls;
+};
+
+struct SchedulerConfig {
+  enum class Kind { kNone, kDynamic, kSequence, kEnsemble } kind = Kind::kNone;
+  int64_t max_batch_size = 0;
+  DynamicBatchingConfig dynamic;
+  SequenceBatchingConfig sequence;
+};
+
+}  // namespace inferd

@@ -1,0 +1,719 @@
+"""End-to-end test harness for inferd (KServe v2 / Triton HTTP protocol).
+
+Standard library only.  Provides:
+
+* ``Server``: start ``inferd`` on 127.0.0.1 with ``--http-port 0``, parse the
+  ``inferd: HTTP listening on 127.0.0.1:<port>`` line from stderr (read in a
+  thread; everything else is kept for failure diagnostics), stop it with
+  SIGTERM.
+* Repository builders (``write_model``, ``model_config``, ``standard_repository``).
+* Tiny HTTP helpers (``Client.get/post/post_json/post_binary/infer``) and a
+  raw-socket helper for requests http.client refuses to send.
+* Tensor encoding helpers (``pack``/``unpack``) and binary-response parsing.
+
+Environment:
+  INFERD_BIN            path to the server binary (default <repo>/build/bin/inferd)
+  INFERD_E2E_VERBOSE=1  always print the server's stderr when a server stops
+  INFERD_E2E_SHOW_ERRORS=1  print every error message checked by assertError
+"""
+
+import http.client
+import json
+import math
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+import unittest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+INFERD_BIN = os.environ.get("INFERD_BIN", os.path.join(REPO_ROOT, "build", "bin", "inferd"))
+VERBOSE = os.environ.get("INFERD_E2E_VERBOSE", "") not in ("", "0")
+SHOW_ERRORS = os.environ.get("INFERD_E2E_SHOW_ERRORS", "") not in ("", "0")
+
+STARTUP_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+HTTP_TIMEOUT_S = 15.0
+LISTEN_RE = re.compile(r"^inferd: HTTP listening on 127\.0\.0\.1:(\d+)\s*$")
+
+
+# --------------------------------------------------------------------------------------------
+# Server process
+# --------------------------------------------------------------------------------------------
+
+
+class ServerError(Exception):
+    pass
+
+
+class Server:
+    """One inferd process bound to 127.0.0.1 on an ephemeral port."""
+
+    def __init__(self, repositories, extra_args=(), binary=None, startup_timeout=STARTUP_TIMEOUT_S):
+        if isinstance(repositories, str):
+            repositories = [repositories]
+        self.repositories = list(repositories)
+        self.extra_args = list(extra_args)
+        self.binary = binary or INFERD_BIN
+        self.startup_timeout = startup_timeout
+        self.proc = None
+        self.port = None
+        self.returncode = None
+        self._lines = []
+        self._lock = threading.Lock()
+        self._listening = threading.Event()
+        self._threads = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def command(self):
+        cmd = [self.binary]
+        for r in self.repositories:
+            cmd += ["--model-repository", r]
+        cmd += ["--http-address", "127.0.0.1", "--http-port", "0",
+                "--allow-grpc=false", "--allow-metrics=false"]
+        cmd += self.extra_args
+        return cmd
+
+    def start(self):
+        if not os.path.isfile(self.binary) or not os.access(self.binary, os.X_OK):
+            raise ServerError("inferd binary not found or not executable: %s "
+                              "(build it or set INFERD_BIN)" % self.binary)
+        self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     close_fds=True)
+        for stream, tag, parse in ((self.proc.stderr, "", True), (self.proc.stdout, "[stdout] ", False)):
+            t = threading.Thread(target=self._reader, args=(stream, tag, parse), daemon=True)
+            t.start()
+            self._threads.append(t)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self._listening.wait(0.05):
+                return self
+            if self.proc.poll() is not None:
+                # give the reader a moment to collect the last lines
+                for t in self._threads:
+                    t.join(1.0)
+                if self._listening.is_set():
+                    break
+                raise ServerError("inferd exited with code %s before listening\ncommand: %s\n%s"
+                                  % (self.proc.returncode, " ".join(self.command()), self.log_tail()))
+        if not self._listening.is_set():
+            self.kill()
+            raise ServerError("inferd did not print the listening line within %.0f s\ncommand: %s\n%s"
+                              % (self.startup_timeout, " ".join(self.command()), self.log_tail()))
+        if self.proc.poll() is not None:
+            raise ServerError("inferd exited right after listening (code %s)\n%s"
+                              % (self.proc.returncode, self.log_tail()))
+        return self
+
+    def _reader(self, stream, tag, parse):
+        try:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip("\r\n")
+                with self._lock:
+                    self._lines.append(tag + line)
+                if parse and not self._listening.is_set():
+                    m = LISTEN_RE.match(line)
+                    if m:
+                        self.port = int(m.group(1))
+                        self._listening.set()
+        except (OSError, ValueError):
+            pass
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout=STOP_TIMEOUT_S, sig=signal.SIGTERM):
+        """SIGTERM and wait.  Returns the exit code, or None if it had to be killed."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is not None:
+            self.returncode = self.proc.returncode
+            self._finish()
+            return self.returncode
+        try:
+            self.proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        try:
+            self.returncode = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.returncode = None
+        self._finish()
+        return self.returncode
+
+    def kill(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def _finish(self):
+        for t in self._threads:
+            t.join(2.0)
+        for s in (self.proc.stdout, self.proc.stderr):
+            try:
+                s.close()
+            except Exception:
+                pass
+        if VERBOSE:
+            sys.stderr.write("\n---- inferd log (%s) ----\n%s\n" % (" ".join(self.command()), self.log_tail(400)))
+
+    def log(self):
+        with self._lock:
+            return list(self._lines)
+
+    def log_tail(self, n=60):
+        lines = self.log()
+        return "---- inferd output (last %d of %d lines) ----\n%s" % (
+            min(n, len(lines)), len(lines), "\n".join(lines[-n:]))
+
+    def client(self, timeout=HTTP_TIMEOUT_S):
+        return Client(self.port, timeout=timeout)
+
+
+class ServerTestCase(unittest.TestCase):
+    """Base class: one server per test class, started in setUpClass and always stopped.
+
+    Subclasses set ``SERVER_ARGS`` and implement ``build_repository(cls, root)`` returning a
+    list of repository paths (or a single path).
+    """
+
+    SERVER_ARGS = ()
+    server = None
+    client = None
+
+    @classmethod
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        standard_repository(repo)
+        return [repo]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="inferd-e2e-")
+        try:
+            repos = cls.build_repository(cls.tmp)
+            cls.repos = [repos] if isinstance(repos, str) else list(repos)
+            cls.server = Server(cls.repos, cls.SERVER_ARGS)
+            cls.server.start()
+            cls.client = cls.server.client()
+        except BaseException:
+            if cls.server is not None:
+                cls.server.stop()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if cls.server is not None:
+                cls.server.stop()
+        finally:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    # -- assertions --------------------------------------------------------------------------
+
+    def diag(self):
+        return "\n" + self.server.log_tail(30) if self.server else ""
+
+    def assertServerAlive(self):
+        if not self.server.alive():
+            self.fail("inferd process died (exit code %s)%s" % (self.server.proc.returncode, self.diag()))
+        try:
+            r = self.server.client(timeout=10).get("/v2/health/live")
+        except OSError as e:
+            self.fail("GET /v2/health/live failed after the test: %r%s" % (e, self.diag()))
+        self.assertEqual(r.status, 200, "GET /v2/health/live after the test: %s%s" % (r, self.diag()))
+
+    def assertStatus(self, resp, status, what=""):
+        if isinstance(status, int):
+            status = (status,)
+        if resp.status not in status:
+            self.fail("%sexpected HTTP %s, got %s" % (what + ": " if what else "",
+                                                      "/".join(map(str, status)), resp))
+
+    def assertOk(self, resp, what=""):
+        self.assertStatus(resp, 200, what)
+
+    def assertError(self, resp, status, *needles, what=""):
+        """Assert an error status with a JSON body {"error": "<non-empty string>"} containing
+        every needle (case-sensitive substrings).  Returns the message."""
+        self.assertStatus(resp, status, what)
+        try:
+            body = resp.json()
+        except ValueError:
+            self.fail("%serror body is not JSON: %s" % (what + ": " if what else "", resp))
+        self.assertIsInstance(body, dict, "error body is not an object: %s" % resp)
+        self.assertIn("error", body, "error body lacks 'error': %s" % resp)
+        msg = body["error"]
+        if SHOW_ERRORS:
+            sys.stderr.write("\n  [%s] HTTP %s: %s\n" % (self.id().rsplit(".", 1)[-1], resp.status, msg))
+        self.assertIsInstance(msg, str, "'error' is not a string: %s" % resp)
+        self.assertTrue(msg.strip(), "'error' message is empty: %s" % resp)
+        for n in needles:
+            if isinstance(n, (tuple, list)):
+                self.assertTrue(any(x in msg for x in n),
+                                "error message %r mentions none of %r" % (msg, n))
+            else:
+                self.assertIn(n, msg, "error message %r does not mention %r" % (msg, n))
+        return msg
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP helpers
+# --------------------------------------------------------------------------------------------
+
+
+class Response:
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers            # list of (name, value)
+        self.body = body                  # bytes (undecoded, possibly compressed)
+
+    def header(self, name, default=None):
+        name = name.lower()
+        for k, v in self.headers:
+            if k.lower() == name:
+                return v
+        return default
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def __repr__(self):
+        b = self.body[:400]
+        try:
+            b = b.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        return "<HTTP %s %s body=%r%s>" % (self.status, self.reason, b,
+                                          "..." if len(self.body) > 400 else "")
+
+    __str__ = __repr__
+
+
+class Client:
+    """http.client wrapper.  ``persistent=True`` reuses one keep-alive connection."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=HTTP_TIMEOUT_S, persistent=False):
+        self.host, self.port, self.timeout, self.persistent = host, port, timeout, persistent
+        self._conn = None
+
+    def _connection(self):
+        if self.persistent:
+            if self._conn is None:
+                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+            return self._conn
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+
+    def close(self):
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def request(self, method, path, body=None, headers=None):
+        conn = self._connection()
+        hdrs = dict(headers or {})
+        try:
+            if body is None and method == "POST":
+                body = b""
+            conn.request(method, path, body=body, headers=hdrs)
+            r = conn.getresponse()
+            data = r.read()
+            resp = Response(r.status, r.reason, r.getheaders(), data)
+            if r.will_close and self.persistent:
+                self.close()
+            return resp
+        finally:
+            if not self.persistent:
+                conn.close()
+
+    def get(self, path, headers=None):
+        return self.request("GET", path, None, headers)
+
+    def post(self, path, body=b"", headers=None):
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        return self.request("POST", path, body, headers)
+
+    def post_json(self, path, obj, headers=None):
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        return self.post(path, json.dumps(obj).encode("utf-8"), h)
+
+    def post_binary(self, path, header_obj, blobs, headers=None, header_bytes=None):
+        """POST JSON header + concatenated blobs with Inference-Header-Content-Length."""
+        hb = header_bytes if header_bytes is not None else json.dumps(header_obj).encode("utf-8")
+        body = hb + b"".join(blobs)
+        h = {"Content-Type": "application/octet-stream",
+             "Inference-Header-Content-Length": str(len(hb))}
+        h.update(headers or {})
+        return self.post(path, body, h)
+
+    def infer(self, model, request, version=None, blobs=None, headers=None):
+        path = infer_path(model, version)
+        if blobs:
+            return self.post_binary(path, request, blobs, headers)
+        return self.post_json(path, request, headers)
+
+
+def infer_path(model, version=None):
+    if version is None:
+        return "/v2/models/%s/infer" % model
+    return "/v2/models/%s/versions/%s/infer" % (model, version)
+
+
+def parse_infer_response(resp):
+    """Return (json_header, {output_name: bytes}) for a (possibly binary) infer response.
+    Blobs are located by summing binary_data_size in output order."""
+    body = resp.body
+    hlen = resp.header("Inference-Header-Content-Length")
+    if hlen is None:
+        return json.loads(body.decode("utf-8")), {}
+    hlen = int(hlen)
+    if not 0 <= hlen <= len(body):
+        raise ValueError("Inference-Header-Content-Length %d outside body of %d bytes" % (hlen, len(body)))
+    header = json.loads(body[:hlen].decode("utf-8"))
+    blobs = {}
+    off = hlen
+    for out in header.get("outputs", []):
+        size = (out.get("parameters") or {}).get("binary_data_size")
+        if size is None:
+            continue
+        if off + size > len(body):
+            raise ValueError("binary output %s (%d bytes) runs past the body" % (out["name"], size))
+        blobs[out["name"]] = body[off:off + size]
+        off += size
+    if off != len(body):
+        raise ValueError("%d unaccounted bytes after binary outputs" % (len(body) - off))
+    return header, blobs
+
+
+def outputs_by_name(header):
+    return {o["name"]: o for o in header.get("outputs", [])}
+
+
+# --------------------------------------------------------------------------------------------
+# Raw sockets
+# --------------------------------------------------------------------------------------------
+
+
+def raw_connect(port, timeout=10.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_http_response(sock, timeout=10.0):
+    """Read one HTTP/1.1 response from a socket.  Returns Response, or None if the peer closed
+    the connection before sending a status line.  Raises socket.timeout on timeout."""
+    sock.settimeout(timeout)
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        if not chunk:
+            if not buf:
+                return None
+            raise ConnectionError("connection closed inside response headers: %r" % buf[:200])
+        buf += chunk
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    status = int(parts[1])
+    reason = parts[2] if len(parts) > 2 else ""
+    headers = []
+    for l in lines[1:]:
+        k, _, v = l.partition(":")
+        headers.append((k.strip(), v.strip()))
+    hd = {k.lower(): v for k, v in headers}
+
+    def need(n):
+        nonlocal rest
+        while len(rest) < n:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("connection closed inside response body")
+            rest += chunk
+
+    if "chunked" in hd.get("transfer-encoding", "").lower():
+        body = b""
+        while True:
+            while b"\r\n" not in rest:
+                need(len(rest) + 1)
+            line, rest = rest.split(b"\r\n", 1)
+            size = int(line.split(b";")[0].strip(), 16)
+            need(size + 2)
+            body += rest[:size]
+            rest = rest[size + 2:]
+            if size == 0:
+                break
+    elif "content-length" in hd:
+        n = int(hd["content-length"])
+        need(n)
+        body = rest[:n]
+    else:
+        # read to close
+        body = rest
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+    return Response(status, reason, headers, body)
+
+
+def raw_request(port, data, timeout=10.0):
+    """Send raw bytes on a new connection and read one response (None if closed without one)."""
+    s = raw_connect(port, timeout)
+    try:
+        s.sendall(data)
+        try:
+            return read_http_response(s, timeout)
+        except (ConnectionResetError, BrokenPipeError):
+            return None
+    finally:
+        s.close()
+
+
+def http_request_bytes(method, path, body=b"", headers=None, content_length=None):
+    """Build raw HTTP/1.1 request bytes (Content-Length defaults to len(body))."""
+    h = [("Host", "127.0.0.1")]
+    h += list((headers or {}).items())
+    if content_length is None:
+        content_length = len(body)
+    if content_length is not False:
+        h.append(("Content-Length", str(content_length)))
+    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h) + "\r\n"
+    return head.encode("latin-1") + body
+
+
+def wait_until(pred, timeout, interval=0.2):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = pred()
+        if last:
+            return last
+        time.sleep(interval)
+    return pred()
+
+
+# --------------------------------------------------------------------------------------------
+# Tensor encoding
+# --------------------------------------------------------------------------------------------
+
+CONFIG_TO_PROTOCOL = {
+    "TYPE_BOOL": "BOOL", "TYPE_UINT8": "UINT8", "TYPE_UINT16": "UINT16", "TYPE_UINT32": "UINT32",
+    "TYPE_UINT64": "UINT64", "TYPE_INT8": "INT8", "TYPE_INT16": "INT16", "TYPE_INT32": "INT32",
+    "TYPE_INT64": "INT64", "TYPE_FP16": "FP16", "TYPE_FP32": "FP32", "TYPE_FP64": "FP64",
+    "TYPE_STRING": "BYTES", "TYPE_BF16": "BF16",
+}
+PROTOCOL_TO_CONFIG = {v: k for k, v in CONFIG_TO_PROTOCOL.items()}
+_STRUCT = {"BOOL": "?", "UINT8": "B", "UINT16": "H", "UINT32": "I", "UINT64": "Q", "INT8": "b",
+           "INT16": "h", "INT32": "i", "INT64": "q", "FP16": "e", "FP32": "f", "FP64": "d"}
+ELEMENT_SIZE = {"BOOL": 1, "UINT8": 1, "UINT16": 2, "UINT32": 4, "UINT64": 8, "INT8": 1,
+                "INT16": 2, "INT32": 4, "INT64": 8, "FP16": 2, "FP32": 4, "FP64": 8, "BF16": 2}
+
+
+def pack(datatype, values):
+    """Little-endian row-major binary encoding of a flat list."""
+    if datatype == "BYTES":
+        out = b""
+        for v in values:
+            if isinstance(v, str):
+                v = v.encode("utf-8")
+            out += struct.pack("<I", len(v)) + v
+        return out
+    if datatype == "BF16":
+        return b"".join(struct.pack("<f", v)[2:4] for v in values)
+    return struct.pack("<%d%s" % (len(values), _STRUCT[datatype]), *values)
+
+
+def unpack(datatype, data):
+    if datatype == "BYTES":
+        out, off = [], 0
+        while off < len(data):
+            if off + 4 > len(data):
+                raise ValueError("truncated BYTES length prefix")
+            (n,) = struct.unpack_from("<I", data, off)
+            off += 4
+            if off + n > len(data):
+                raise ValueError("BYTES element runs past the end")
+            out.append(data[off:off + n])
+            off += n
+        return out
+    if datatype == "BF16":
+        return [struct.unpack("<f", b"\x00\x00" + data[i:i + 2])[0] for i in range(0, len(data), 2)]
+    size = ELEMENT_SIZE[datatype]
+    if len(data) % size:
+        raise ValueError("%d bytes is not a multiple of %s size %d" % (len(data), datatype, size))
+    return list(struct.unpack("<%d%s" % (len(data) // size, _STRUCT[datatype]), data))
+
+
+def fp32(x):
+    """Round a Python float to the nearest float32 value."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Model repositories
+# --------------------------------------------------------------------------------------------
+
+
+def tensor_block(kind, tensors):
+    """tensors: list of (name, TYPE_X, dims)."""
+    items = []
+    for name, dtype, dims in tensors:
+        items.append('  {\n    name: "%s"\n    data_type: %s\n    dims: [ %s ]\n  }'
+                     % (name, dtype, ", ".join(str(d) for d in dims)))
+    return "%s [\n%s\n]\n" % (kind, ",\n".join(items))
+
+
+def model_config(name, backend, inputs, outputs, max_batch_size=0, extra=""):
+    text = 'name: "%s"\nbackend: "%s"\nmax_batch_size: %d\n' % (name, backend, max_batch_size)
+    text += tensor_block("input", inputs) + tensor_block("output", outputs)
+    if extra:
+        text += textwrap.dedent(extra).strip() + "\n"
+    return text
+
+
+def write_model(repo, name, config_text, versions=(1,), files=None):
+    """Create <repo>/<name>/config.pbtxt and empty version directories."""
+    d = os.path.join(repo, name)
+    os.makedirs(d, exist_ok=True)
+    if config_text is not None:
+        with open(os.path.join(d, "config.pbtxt"), "w") as f:
+            f.write(config_text)
+    for v in versions:
+        os.makedirs(os.path.join(d, str(v)), exist_ok=True)
+    for rel, content in (files or {}).items():
+        p = os.path.join(d, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(content)
+    return d
+
+
+def add_sub_config(name, dtype, dims=(16,), max_batch_size=8, extra=""):
+    return model_config(name, "add_sub",
+                        [("INPUT0", dtype, dims), ("INPUT1", dtype, dims)],
+                        [("OUTPUT0", dtype, dims), ("OUTPUT1", dtype, dims)],
+                        max_batch_size, extra)
+
+
+def identity_config(name, dtype, dims=(-1,), max_batch_size=0, n=1, extra=""):
+    if isinstance(dtype, str):
+        dtype = [dtype] * n
+    return model_config(name, "identity",
+                        [("INPUT%d" % i, t, dims) for i, t in enumerate(dtype)],
+                        [("OUTPUT%d" % i, t, dims) for i, t in enumerate(dtype)],
+                        max_batch_size, extra)
+
+
+# Triton's example "simple" config, re-targeted at the built-in add_sub backend, verbatim style.
+SIMPLE_CONFIG = """\
+# Copy of Triton's docs/examples/model_repository/simple/config.pbtxt with the
+# built-in add_sub backend.
+name: "simple"
+backend: "add_sub"
+max_batch_size: 8
+input [
+  {
+    name: "INPUT0"
+    data_type: TYPE_INT32
+    dims: [ 16 ]
+  },
+  {
+    name: "INPUT1"
+    data_type: TYPE_INT32
+    dims: [ 16 ]
+  }
+]
+output [
+  {
+    name: "OUTPUT0"
+    data_type: TYPE_INT32
+    dims: [ 16 ]
+  },
+  {
+    name: "OUTPUT1"
+    data_type: TYPE_INT32
+    dims: [ 16 ]
+  }
+]
+"""
+
+IDENTITY_TYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
+                  "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16"]
+
+
+def standard_repository(repo):
+    """The example models plus a few extra ones.  Every model here must load."""
+    os.makedirs(repo, exist_ok=True)
+    write_model(repo, "simple", SIMPLE_CONFIG)
+    write_model(repo, "simple_int8", add_sub_config("simple_int8", "TYPE_INT8"))
+    write_model(repo, "simple_fp32", add_sub_config("simple_fp32", "TYPE_FP32"))
+    write_model(repo, "simple_string", add_sub_config("simple_string", "TYPE_STRING"))
+    write_model(repo, "simple_identity",
+                identity_config("simple_identity", "TYPE_STRING", dims=(-1,), max_batch_size=8))
+    write_model(repo, "identity", identity_config("identity", "TYPE_FP32", dims=(-1,), max_batch_size=0))
+    for t in IDENTITY_TYPES:
+        name = "identity_" + t.lower()
+        write_model(repo, name, identity_config(name, PROTOCOL_TO_CONFIG[t]))
+    write_model(repo, "identity_2d", identity_config("identity_2d", "TYPE_FP32", dims=(-1, -1)))
+    write_model(repo, "identity_pair",
+                identity_config("identity_pair", ["TYPE_INT32", "TYPE_STRING"], dims=(-1,)))
+    # two versions, both served
+    write_model(repo, "versioned",
+                identity_config("versioned", "TYPE_INT32", dims=(4,), max_batch_size=0,
+                                extra="version_policy: { all { } }"),
+                versions=(1, 2))
+    return repo
+
+
+def simple_request(in0, in1, batch=1, outputs=None, binary_in=False, binary_out=None, dtype="INT32",
+                   request_id=None):
+    """Build an infer request (and blobs) for an add_sub model with dims [16]."""
+    shape = [batch, 16] if batch is not None else [16]
+    req = {"inputs": []}
+    blobs = []
+    for name, vals in (("INPUT0", in0), ("INPUT1", in1)):
+        t = {"name": name, "shape": shape, "datatype": dtype}
+        if binary_in:
+            b = pack(dtype, vals)
+            t["parameters"] = {"binary_data_size": len(b)}
+            blobs.append(b)
+        else:
+            t["data"] = list(vals)
+        req["inputs"].append(t)
+    if outputs is not None:
+        req["outputs"] = []
+        for o in outputs:
+            e = {"name": o}
+            if binary_out is not None:
+                e["parameters"] = {"binary_data": bool(binary_out)}
+            req["outputs"].append(e)
+    if request_id is not None:
+        req["id"] = request_id
+    return req, blobs
+
+
+def isclose(a, b, rel=1e-6):
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-30)
