@@ -1,0 +1,680 @@
+// infer-perf: a load generator and measurement tool for KServe v2 servers,
+// with perf_analyzer's common flags. Measures throughput and client latency
+// percentiles in repeated windows until stable (after a warm-up), and the
+// server-side breakdown from the statistics extension.
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "inferd/client/http_client.h"
+#include "latency_stats.h"
+#include "perf_transport.h"
+
+namespace inferd::perf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string model;
+  std::string version;
+  std::string url = "localhost:8000";
+  std::string protocol = "http";
+  int batch = 1;
+  int c_start = 1, c_end = 1, c_step = 1;
+  bool rate_mode = false;
+  double r_start = 0, r_end = 0, r_step = 1;
+  bool poisson = false;
+  int interval_ms = 5000;
+  double percentile = 0;  // 0: stability on average latency
+  std::string input_data = "random";
+  bool streaming = false;
+  std::string csv;
+  bool json = false;
+  double stability = 0.1;
+  int max_trials = 10;
+  int max_threads = 64;
+  int warmup_ms = -1;  // default: one interval
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::string plot;
+};
+
+[[noreturn]] void Usage(const std::string& error) {
+  if (!error.empty()) std::cerr << "infer-perf: " << error << "\n\n";
+  std::cerr << R"(Usage: infer-perf -m MODEL [options]
+  -m MODEL                       model name (required)
+  -x VERSION                     model version (default: latest)
+  -u HOST:PORT                   server (default localhost:8000; gRPC: localhost:8001)
+  -i http|grpc                   protocol (default http)
+  -b N                           client batch size (default 1)
+  --concurrency-range S[:E[:D]]  closed loop: S..E outstanding requests, step D (default 1)
+  --request-rate-range S[:E[:D]] open loop: S..E requests per second, step D
+  --request-distribution constant|poisson   arrivals in rate mode (default constant)
+  --measurement-interval MS      window length (default 5000)
+  --percentile P                 stabilise on the P-th latency percentile (default: average)
+  --stability-percentage PCT     windows must agree within PCT% (default 10)
+  --max-trials N                 windows per level before giving up on stability (default 10)
+  --warmup-ms MS                 warm-up before measuring (default: one window)
+  --max-threads N                workers in rate mode (default 64)
+  --input-data random|zero|FILE  input values; FILE is JSON {"data":[{"INPUT0":[...]}]}
+  --shape NAME:D1,D2             shape (without batch) for inputs with variable dims
+  --streaming                    gRPC bidirectional streaming
+  -f FILE                        write a CSV of the results
+  --json                         print the results as JSON on stdout
+  --plot FILE.png|FILE.svg       latency against throughput through gnuplot
+)";
+  std::exit(2);
+}
+
+void ParseRange(const std::string& s, double& a, double& b, double& step) {
+  std::vector<double> parts;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ':')) parts.push_back(std::stod(item));
+  if (parts.empty() || parts.size() > 3) Usage("bad range '" + s + "'");
+  a = parts[0];
+  b = parts.size() > 1 ? parts[1] : a;
+  step = parts.size() > 2 ? parts[2] : 1;
+  if (a <= 0 || b < a || step <= 0) Usage("bad range '" + s + "'");
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  bool url_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v;
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    auto value = [&]() -> std::string {
+      if (!v.empty()) return v;
+      if (i + 1 >= argc) Usage("flag " + a + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (a == "-m")
+        o.model = value();
+      else if (a == "-x")
+        o.version = value();
+      else if (a == "-u") {
+        o.url = value();
+        url_set = true;
+      } else if (a == "-i")
+        o.protocol = value();
+      else if (a == "-b")
+        o.batch = std::stoi(value());
+      else if (a == "--concurrency-range") {
+        double s, e, d;
+        ParseRange(value(), s, e, d);
+        o.c_start = int(s);
+        o.c_end = int(e);
+        o.c_step = int(d);
+      } else if (a == "--request-rate-range") {
+        ParseRange(value(), o.r_start, o.r_end, o.r_step);
+        o.rate_mode = true;
+      } else if (a == "--request-distribution") {
+        const std::string d = value();
+        if (d != "constant" && d != "poisson")
+          Usage("--request-distribution must be constant or poisson");
+        o.poisson = d == "poisson";
+      } else if (a == "--measurement-interval" || a == "-p")
+        o.interval_ms = std::stoi(value());
+      else if (a == "--percentile")
+        o.percentile = std::stod(value());
+      else if (a == "--stability-percentage" || a == "-s")
+        o.stability = std::stod(value()) / 100;
+      else if (a == "--max-trials" || a == "-r")
+        o.max_trials = std::stoi(value());
+      else if (a == "--warmup-ms")
+        o.warmup_ms = std::stoi(value());
+      else if (a == "--max-threads")
+        o.max_threads = std::stoi(value());
+      else if (a == "--input-data")
+        o.input_data = value();
+      else if (a == "--shape") {
+        const std::string s = value();
+        const auto colon = s.find(':');
+        if (colon == std::string::npos) Usage("--shape needs NAME:D1,D2");
+        std::vector<int64_t> dims;
+        std::stringstream ss(s.substr(colon + 1));
+        std::string d;
+        while (std::getline(ss, d, ',')) dims.push_back(std::stoll(d));
+        o.shapes[s.substr(0, colon)] = dims;
+      } else if (a == "--streaming")
+        o.streaming = true;
+      else if (a == "-f")
+        o.csv = value();
+      else if (a == "--json")
+        o.json = true;
+      else if (a == "--plot")
+        o.plot = value();
+      else if (a == "-h" || a == "--help")
+        Usage("");
+      else
+        Usage("unknown flag '" + a + "'");
+    } catch (const std::invalid_argument&) {
+      Usage("flag " + a + " needs a number");
+    } catch (const std::out_of_range&) {
+      Usage("flag " + a + " is out of range");
+    }
+  }
+  if (o.model.empty()) Usage("-m MODEL is required");
+  if (o.protocol != "http" && o.protocol != "grpc") Usage("-i must be http or grpc");
+  if (o.protocol == "grpc" && !url_set) o.url = "localhost:8001";
+  if (o.streaming && o.protocol != "grpc") Usage("--streaming needs -i grpc");
+  if (o.batch < 1 || o.interval_ms < 100 || o.percentile < 0 || o.percentile > 100) {
+    Usage("bad -b, --measurement-interval or --percentile");
+  }
+  if (o.warmup_ms < 0) o.warmup_ms = o.interval_ms;
+  return o;
+}
+
+// ---- inputs -------------------------------------------------------------------
+
+template <typename T>
+void AppendValue(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+void AppendNumber(std::string& out, const std::string& dt, double v) {
+  if (dt == "BOOL")
+    AppendValue<uint8_t>(out, v != 0);
+  else if (dt == "UINT8")
+    AppendValue<uint8_t>(out, uint8_t(v));
+  else if (dt == "INT8")
+    AppendValue<int8_t>(out, int8_t(v));
+  else if (dt == "UINT16")
+    AppendValue<uint16_t>(out, uint16_t(v));
+  else if (dt == "INT16")
+    AppendValue<int16_t>(out, int16_t(v));
+  else if (dt == "UINT32")
+    AppendValue<uint32_t>(out, uint32_t(v));
+  else if (dt == "INT32")
+    AppendValue<int32_t>(out, int32_t(v));
+  else if (dt == "UINT64")
+    AppendValue<uint64_t>(out, uint64_t(v));
+  else if (dt == "INT64")
+    AppendValue<int64_t>(out, int64_t(v));
+  else if (dt == "FP32")
+    AppendValue<float>(out, float(v));
+  else if (dt == "FP64")
+    AppendValue<double>(out, v);
+  else
+    AppendValue<uint16_t>(out, 0);  // FP16/BF16: zero bits
+}
+
+std::vector<client::Tensor> BuildInputs(const Options& o, const std::string& metadata) {
+  rapidjson::Document md;
+  md.Parse(metadata.c_str());
+  if (md.HasParseError() || !md.IsObject() || !md.HasMember("inputs")) {
+    throw std::runtime_error("cannot read model metadata: " + metadata);
+  }
+  rapidjson::Document file;
+  if (o.input_data != "random" && o.input_data != "zero") {
+    std::ifstream f(o.input_data);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    file.Parse(ss.str().c_str());
+    if (!f || file.HasParseError() || !file.HasMember("data") || !file["data"].IsArray() ||
+        file["data"].Empty()) {
+      throw std::runtime_error("--input-data " + o.input_data +
+                               ": expected JSON {\"data\": [{\"INPUT\": [...]}]}");
+    }
+  }
+  std::mt19937 rng(42);
+  std::vector<client::Tensor> inputs;
+  for (const auto& in : md["inputs"].GetArray()) {
+    client::Tensor t;
+    t.name = in["name"].GetString();
+    t.datatype = in["datatype"].GetString();
+    std::vector<int64_t> dims;
+    for (const auto& d : in["shape"].GetArray()) dims.push_back(d.GetInt64());
+    const bool batched =
+        !dims.empty() && dims[0] == -1 && md["inputs"].Size() > 0 && o.shapes.count(t.name) == 0;
+    if (auto it = o.shapes.find(t.name); it != o.shapes.end()) {
+      dims = it->second;
+      if (batched) dims.insert(dims.begin(), o.batch);
+    } else if (batched) {
+      dims[0] = o.batch;
+    }
+    for (auto& d : dims) {
+      if (d < 0) d = 1;
+    }
+    t.shape = dims;
+    int64_t count = 1;
+    for (int64_t d : dims) count *= d;
+    if (file.IsObject() && file["data"][0].HasMember(t.name.c_str())) {
+      const auto& values = file["data"][0][t.name.c_str()];
+      const auto& arr =
+          values.IsObject() && values.HasMember("content") ? values["content"] : values;
+      for (int64_t rep = 0; rep < o.batch; ++rep) {
+        for (const auto& v : arr.GetArray()) {
+          if (t.datatype == "BYTES") {
+            const uint32_t n = v.GetStringLength();
+            AppendValue<uint32_t>(t.data, n);
+            t.data.append(v.GetString(), n);
+          } else {
+            AppendNumber(t.data, t.datatype, v.IsBool() ? v.GetBool() : v.GetDouble());
+          }
+        }
+      }
+    } else if (t.datatype == "BYTES") {
+      for (int64_t i = 0; i < count; ++i) {
+        const std::string s = o.input_data == "zero" ? "0" : std::to_string(rng() % 100);
+        AppendValue<uint32_t>(t.data, static_cast<uint32_t>(s.size()));
+        t.data += s;
+      }
+    } else {
+      for (int64_t i = 0; i < count; ++i) {
+        AppendNumber(t.data, t.datatype, o.input_data == "zero" ? 0 : double(rng() % 16));
+      }
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+// ---- server statistics --------------------------------------------------------
+
+struct ServerStats {
+  uint64_t success = 0, queue_ns = 0, input_ns = 0, infer_ns = 0, output_ns = 0;
+  uint64_t inferences = 0, executions = 0;
+};
+
+ServerStats FetchStats(client::HttpClient& http, const Options& o) {
+  ServerStats s;
+  client::HttpResponse r;
+  std::string path = "/v2/models/" + o.model;
+  if (!o.version.empty()) path += "/versions/" + o.version;
+  if (!http.Get(path + "/stats", r).ok || r.status != 200) return s;
+  rapidjson::Document d;
+  d.Parse(r.body.c_str());
+  if (d.HasParseError() || !d.HasMember("model_stats")) return s;
+  for (const auto& m : d["model_stats"].GetArray()) {
+    const auto& is = m["inference_stats"];
+    s.success += is["success"]["count"].GetUint64();
+    s.queue_ns += is["queue"]["ns"].GetUint64();
+    s.input_ns += is["compute_input"]["ns"].GetUint64();
+    s.infer_ns += is["compute_infer"]["ns"].GetUint64();
+    s.output_ns += is["compute_output"]["ns"].GetUint64();
+    s.inferences += m["inference_count"].GetUint64();
+    s.executions += m["execution_count"].GetUint64();
+  }
+  return s;
+}
+
+// ---- load ---------------------------------------------------------------------
+
+struct Record {
+  Clock::time_point end;
+  uint64_t latency_us;
+  bool ok;
+};
+
+class Recorder {
+ public:
+  void Add(const Record& r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    records_.push_back(r);
+  }
+  std::vector<Record> Take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<Record> out;
+    out.swap(records_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Record> records_;
+};
+
+struct LevelResult {
+  int concurrency = 0;
+  double rate = 0;
+  WindowSummary client;
+  bool stable = false;
+  double queue_us = 0, input_us = 0, infer_us = 0, output_us = 0, batch = 0;
+  std::string first_error;
+};
+
+class Load {
+ public:
+  Load(const Options& o, TransportFactory factory, int concurrency, double rate)
+      : o_(o), factory_(std::move(factory)), concurrency_(concurrency), rate_(rate) {}
+
+  void Start() {
+    start_ = Clock::now();
+    const int workers = rate_ > 0 ? o_.max_threads : concurrency_;
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Worker(); });
+  }
+  void Stop() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  Recorder& recorder() { return recorder_; }
+  std::string first_error() {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    return first_error_;
+  }
+
+ private:
+  // Scheduled send time of the i-th request in rate mode.
+  Clock::time_point Slot(uint64_t i) {
+    std::lock_guard<std::mutex> lock(sched_mu_);
+    while (schedule_.size() <= i) {
+      const double gap = o_.poisson ? exp_(rng_) : 1.0 / rate_;
+      next_s_ += gap;
+      schedule_.push_back(start_ + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(next_s_)));
+    }
+    return schedule_[i];
+  }
+
+  void Worker() {
+    std::unique_ptr<Transport> t;
+    std::string error;
+    t = factory_(error);
+    if (!t) {
+      Fail(error);
+      return;
+    }
+    while (!stop_) {
+      Clock::time_point begin = Clock::now();
+      if (rate_ > 0) {
+        begin = Slot(next_.fetch_add(1));
+        while (!stop_ && Clock::now() < begin) {
+          std::this_thread::sleep_until(
+              std::min(begin, Clock::now() + std::chrono::milliseconds(50)));
+        }
+        if (stop_) break;
+      }
+      const bool ok = t->Infer(error);
+      const auto end = Clock::now();
+      if (!ok) Fail(error);
+      recorder_.Add(
+          Record{end,
+                 static_cast<uint64_t>(
+                     std::chrono::duration_cast<std::chrono::microseconds>(end - begin).count()),
+                 ok});
+    }
+  }
+
+  void Fail(const std::string& e) {
+    std::lock_guard<std::mutex> lock(err_mu_);
+    if (first_error_.empty()) first_error_ = e;
+  }
+
+  const Options& o_;
+  TransportFactory factory_;
+  int concurrency_;
+  double rate_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> next_{0};
+  Clock::time_point start_;
+  std::vector<std::thread> threads_;
+  Recorder recorder_;
+  std::mutex sched_mu_;
+  std::vector<Clock::time_point> schedule_;
+  double next_s_ = 0;
+  std::mt19937_64 rng_{7};
+  std::exponential_distribution<double> exp_{rate_ > 0 ? rate_ : 1.0};
+  std::mutex err_mu_;
+  std::string first_error_;
+};
+
+LevelResult MeasureLevel(const Options& o, const TransportFactory& factory, int concurrency,
+                         double rate, client::HttpClient& stats_http) {
+  LevelResult res;
+  res.concurrency = concurrency;
+  res.rate = rate;
+  Load load(o, factory, concurrency, rate);
+  load.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(o.warmup_ms));
+  load.recorder().Take();
+  std::vector<WindowSummary> windows;
+  ServerStats before = FetchStats(stats_http, o), after;
+  const bool tty = isatty(STDERR_FILENO);
+  for (int trial = 0; trial < o.max_trials; ++trial) {
+    const auto w0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(o.interval_ms));
+    auto records = load.recorder().Take();
+    const double secs = std::chrono::duration<double>(Clock::now() - w0).count();
+    std::vector<uint64_t> lat;
+    uint64_t errors = 0;
+    for (const auto& r : records) {
+      if (r.ok)
+        lat.push_back(r.latency_us);
+      else
+        ++errors;
+    }
+    windows.push_back(Summarize(lat, errors, secs, o.batch, o.percentile));
+    if (tty) {
+      const auto& w = windows.back();
+      std::fprintf(stderr, "\r  window %d: %.1f infer/s, avg %.0f us, p99 %.0f us%s   ", trial + 1,
+                   w.throughput, w.avg_us, w.p99_us, errors ? " (errors)" : "");
+    }
+    if (IsStable(windows, 3, o.stability, o.percentile > 0)) {
+      res.stable = true;
+      break;
+    }
+  }
+  after = FetchStats(stats_http, o);
+  load.Stop();
+  if (tty) std::fprintf(stderr, "\r%80s\r", "");
+  // The result: the last three windows merged (or all if fewer).
+  const size_t n = std::min<size_t>(3, windows.size());
+  WindowSummary sum;
+  for (size_t i = windows.size() - n; i < windows.size(); ++i) {
+    const auto& w = windows[i];
+    sum.requests += w.requests;
+    sum.errors += w.errors;
+    sum.seconds += w.seconds;
+    sum.avg_us += w.avg_us / n;
+    sum.p50_us += w.p50_us / n;
+    sum.p90_us += w.p90_us / n;
+    sum.p95_us += w.p95_us / n;
+    sum.p99_us += w.p99_us / n;
+    sum.pct_us += w.pct_us / n;
+  }
+  sum.throughput = sum.seconds > 0 ? double(sum.requests) * o.batch / sum.seconds : 0;
+  res.client = sum;
+  const uint64_t done = after.success - before.success;
+  if (done > 0) {
+    res.queue_us = double(after.queue_ns - before.queue_ns) / done / 1000;
+    res.input_us = double(after.input_ns - before.input_ns) / done / 1000;
+    res.infer_us = double(after.infer_ns - before.infer_ns) / done / 1000;
+    res.output_us = double(after.output_ns - before.output_ns) / done / 1000;
+  }
+  if (after.executions > before.executions) {
+    res.batch =
+        double(after.inferences - before.inferences) / (after.executions - before.executions);
+  }
+  res.first_error = load.first_error();
+  return res;
+}
+
+void Report(const Options& o, const std::vector<LevelResult>& results) {
+  if (o.json) {
+    rapidjson::StringBuffer buf;
+    rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+    w.StartObject();
+    w.Key("model");
+    w.String(o.model.c_str());
+    w.Key("protocol");
+    w.String(o.protocol.c_str());
+    w.Key("batch_size");
+    w.Int(o.batch);
+    w.Key("results");
+    w.StartArray();
+    for (const auto& r : results) {
+      w.StartObject();
+      if (o.rate_mode) {
+        w.Key("request_rate");
+        w.Double(r.rate);
+      } else {
+        w.Key("concurrency");
+        w.Int(r.concurrency);
+      }
+      auto num = [&](const char* k, double v) {
+        w.Key(k);
+        w.Double(std::round(v * 100) / 100);
+      };
+      num("throughput_infer_per_sec", r.client.throughput);
+      num("latency_avg_us", r.client.avg_us);
+      num("latency_p50_us", r.client.p50_us);
+      num("latency_p90_us", r.client.p90_us);
+      num("latency_p95_us", r.client.p95_us);
+      num("latency_p99_us", r.client.p99_us);
+      num("server_queue_us", r.queue_us);
+      num("server_compute_input_us", r.input_us);
+      num("server_compute_infer_us", r.infer_us);
+      num("server_compute_output_us", r.output_us);
+      num("server_avg_batch", r.batch);
+      w.Key("requests");
+      w.Uint64(r.client.requests);
+      w.Key("errors");
+      w.Uint64(r.client.errors);
+      w.Key("stable");
+      w.Bool(r.stable);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    std::cout << buf.GetString() << std::endl;
+  } else {
+    for (const auto& r : results) {
+      if (o.rate_mode)
+        std::printf("Request rate: %.1f/s\n", r.rate);
+      else
+        std::printf("Concurrency: %d\n", r.concurrency);
+      std::printf(
+          "  Client: throughput %.2f infer/sec, latency avg %.0f us, p50 %.0f us, "
+          "p90 %.0f us, p95 %.0f us, p99 %.0f us (%llu requests, %llu errors)%s\n",
+          r.client.throughput, r.client.avg_us, r.client.p50_us, r.client.p90_us, r.client.p95_us,
+          r.client.p99_us, (unsigned long long)r.client.requests,
+          (unsigned long long)r.client.errors, r.stable ? "" : " [not stable]");
+      std::printf(
+          "  Server: queue %.0f us, compute input %.0f us, compute infer %.0f us, "
+          "compute output %.0f us, average batch %.2f\n",
+          r.queue_us, r.input_us, r.infer_us, r.output_us, r.batch);
+      if (!r.first_error.empty()) std::printf("  First error: %s\n", r.first_error.c_str());
+    }
+  }
+  if (!o.csv.empty()) {
+    std::ofstream f(o.csv);
+    f << (o.rate_mode ? "Request Rate" : "Concurrency")
+      << ",Inferences/Second,Avg latency,p50 latency,p90 latency,p95 latency,p99 latency,"
+         "Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,"
+         "Average Batch,Errors\n";
+    for (const auto& r : results) {
+      if (o.rate_mode)
+        f << r.rate;
+      else
+        f << r.concurrency;
+      f << "," << r.client.throughput << "," << r.client.avg_us << "," << r.client.p50_us << ","
+        << r.client.p90_us << "," << r.client.p95_us << "," << r.client.p99_us << "," << r.queue_us
+        << "," << r.input_us << "," << r.infer_us << "," << r.output_us << "," << r.batch << ","
+        << r.client.errors << "\n";
+    }
+  }
+  if (!o.plot.empty()) {
+    const std::string data = o.plot + ".dat";
+    {
+      std::ofstream f(data);
+      for (const auto& r : results)
+        f << r.client.throughput << " " << r.client.p99_us / 1000 << " " << r.client.avg_us / 1000
+          << "\n";
+    }
+    const bool svg = o.plot.size() > 4 && o.plot.substr(o.plot.size() - 4) == ".svg";
+    const std::string script = std::string("set terminal ") + (svg ? "svg" : "pngcairo") +
+                               " size 800,500; set output '" + o.plot +
+                               "'; set xlabel 'throughput (infer/s)'; set ylabel 'latency (ms)';"
+                               " set grid; plot '" +
+                               data +
+                               "' using 1:2 with linespoints title 'p99',"
+                               " '" +
+                               data + "' using 1:3 with linespoints title 'average'";
+    const std::string cmd = "gnuplot -e \"" + script + "\"";
+    if (std::system(cmd.c_str()) != 0)
+      std::cerr << "infer-perf: gnuplot failed (is it installed?)\n";
+  }
+}
+
+}  // namespace
+}  // namespace inferd::perf
+
+int main(int argc, char** argv) {
+  using namespace inferd::perf;
+  const Options o = Parse(argc, argv);
+  // Statistics and metadata always come over HTTP (the gRPC URL's host with
+  // port 8000 unless the HTTP URL is given).
+  std::string http_url = o.url;
+  if (o.protocol == "grpc") {
+    http_url = o.url.substr(0, o.url.rfind(':')) + ":8000";
+    if (const char* e = std::getenv("INFER_PERF_HTTP_URL")) http_url = e;
+  }
+  inferd::client::HttpClient http(http_url);
+  inferd::client::HttpResponse md;
+  std::string path = "/v2/models/" + o.model;
+  if (!o.version.empty()) path += "/versions/" + o.version;
+  auto st = http.Get(path, md);
+  if (!st.ok || md.status != 200) {
+    std::cerr << "infer-perf: cannot get metadata of model '" << o.model << "' from " << http_url
+              << ": " << (st.ok ? md.body : st.message) << "\n";
+    return 1;
+  }
+  std::vector<inferd::client::Tensor> inputs;
+  try {
+    inputs = BuildInputs(o, md.body);
+  } catch (const std::exception& e) {
+    std::cerr << "infer-perf: " << e.what() << "\n";
+    return 1;
+  }
+  TransportFactory factory =
+      MakeTransportFactory(o.protocol, o.url, o.model, o.version, inputs, o.streaming);
+  if (!factory) {
+    std::cerr << "infer-perf: protocol '" << o.protocol << "' is not available in this build\n";
+    return 1;
+  }
+  if (!o.json) {
+    std::printf(
+        "*** Measurement Settings ***\n  Model: %s  Protocol: %s  Batch size: %d\n"
+        "  Window: %d ms, stable when 3 windows agree within %.0f%% on throughput and %s\n\n",
+        o.model.c_str(), o.protocol.c_str(), o.batch, o.interval_ms, o.stability * 100,
+        o.percentile > 0 ? ("p" + std::to_string(int(o.percentile)) + " latency").c_str()
+                         : "average latency");
+  }
+  std::vector<LevelResult> results;
+  if (o.rate_mode) {
+    for (double r = o.r_start; r <= o.r_end + 1e-9; r += o.r_step) {
+      results.push_back(MeasureLevel(o, factory, 0, r, http));
+    }
+  } else {
+    for (int c = o.c_start; c <= o.c_end; c += o.c_step) {
+      results.push_back(MeasureLevel(o, factory, c, 0, http));
+    }
+  }
+  Report(o, results);
+  for (const auto& r : results) {
+    if (r.client.requests == 0) return 1;
+  }
+  return 0;
+}

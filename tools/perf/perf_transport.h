@@ -1,0 +1,37 @@
+// Transports of infer-perf: one blocking inference per call, one transport
+// per worker thread (so one connection or stream each).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inferd/client/http_client.h"
+
+namespace inferd::perf {
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Sends one request and waits for its response; false (with `error`) on
+  // a transport failure or a non-success answer.
+  virtual bool Infer(std::string& error) = 0;
+};
+
+// Makes a transport, or nullptr with `error`.
+using TransportFactory = std::function<std::unique_ptr<Transport>(std::string& error)>;
+
+// "http" always; "grpc" when built with the gRPC client. Empty function if
+// the protocol is not available.
+TransportFactory MakeTransportFactory(const std::string& protocol, const std::string& url,
+                                      const std::string& model, const std::string& version,
+                                      const std::vector<client::Tensor>& inputs, bool streaming);
+
+// The gRPC transport, defined in perf_transport_grpc.cc when built.
+TransportFactory MakeGrpcTransportFactory(const std::string& url, const std::string& model,
+                                          const std::string& version,
+                                          const std::vector<client::Tensor>& inputs,
+                                          bool streaming);
+
+}  // namespace inferd::perf

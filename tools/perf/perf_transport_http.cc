@@ -1,0 +1,51 @@
+#include "perf_transport.h"
+
+namespace inferd::perf {
+namespace {
+
+class HttpTransport : public Transport {
+ public:
+  HttpTransport(const std::string& url, std::string path, std::shared_ptr<const std::string> body,
+                size_t header)
+      : http_(url), path_(std::move(path)), body_(std::move(body)) {
+    headers_ = {{"Inference-Header-Content-Length", std::to_string(header)},
+                {"Content-Type", "application/octet-stream"}};
+  }
+  bool Infer(std::string& error) override {
+    client::HttpResponse r;
+    auto st = http_.Post(path_, *body_, headers_, r);
+    if (!st.ok) {
+      error = st.message;
+      return false;
+    }
+    if (r.status != 200) {
+      error = "HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200);
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  client::HttpClient http_;
+  std::string path_;
+  std::shared_ptr<const std::string> body_;
+  std::map<std::string, std::string> headers_;
+};
+
+}  // namespace
+
+TransportFactory MakeTransportFactory(const std::string& protocol, const std::string& url,
+                                      const std::string& model, const std::string& version,
+                                      const std::vector<client::Tensor>& inputs, bool streaming) {
+  if (protocol == "grpc") return MakeGrpcTransportFactory(url, model, version, inputs, streaming);
+  auto body = std::make_shared<std::string>();
+  const size_t header = client::HttpClient::BuildInferBody(inputs, {}, "", *body);
+  std::string path = "/v2/models/" + model;
+  if (!version.empty()) path += "/versions/" + version;
+  path += "/infer";
+  return [url, path, body = std::shared_ptr<const std::string>(body), header](std::string&) {
+    return std::unique_ptr<Transport>(new HttpTransport(url, path, body, header));
+  };
+}
+
+}  // namespace inferd::perf
