@@ -5,6 +5,9 @@ BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# ccache: paths relative to the checkout, so that a fresh clone (CI) reuses
+# the objects of an earlier one.
+export CCACHE_BASEDIR := $(CURDIR)
 
 .PHONY: all deps build models run test test-asan format clean
 
