@@ -9,7 +9,7 @@ CMAKE_FLAGS ?=
 # the objects of an earlier one.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps build models run test test-asan format clean
+.PHONY: all deps build models run test test-cluster test-asan format clean
 
 all: build
 
@@ -38,6 +38,10 @@ run: build models
 
 test: build models
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+
+# The deployment checks and the multi-host test alone (also part of `make test`).
+test-cluster: build models
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^cluster_'
 
 test-asan: deps models
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_SANITIZE=ON

@@ -15,12 +15,30 @@ libboost-dev
 rapidjson-dev
 libprotobuf-dev
 protobuf-compiler
+libgrpc++-dev
+protobuf-compiler-grpc
+python3-grpcio
+python3-protobuf
 zlib1g-dev
 libgtest-dev
 clang-format
 python3
 curl
+nginx
+iproute2
+python3-yaml
+prometheus
+libtorch-dev
+libopencv-dnn-dev
+libopencv-core-dev
+python3-torch
+python3-torchvision
+python3-sklearn
+python3-onnx
 "
+# kubectl, for `kubectl kustomize` in tests/cluster: Debian's package unless
+# some kubectl is already installed (another package may own /usr/bin/kubectl).
+command -v kubectl >/dev/null 2>&1 || PACKAGES="$PACKAGES kubernetes-client"
 
 missing=""
 for p in $PACKAGES; do
@@ -40,6 +58,16 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
+# Installing nginx or prometheus must not start the system services on :80 and
+# :9090 (tests run their own, on their own ports): deny service starts for this
+# install, unless a policy is already in place (container images have one).
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  policy=/usr/sbin/policy-rc.d
+  printf '#!/bin/sh\nexit 101\n' > "$policy"
+  chmod 755 "$policy"
+  trap 'rm -f "$policy"' EXIT
+fi
 apt-get update -qq
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing

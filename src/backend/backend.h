@@ -1,6 +1,7 @@
 // The internal backend interface: what the core calls to load a model and
-// run batches on its instances. Built-in test backends implement it
-// directly; framework plugins (the C ABI) are adapted to it.
+// run batches on its instances. Every backend, built-in or shared library,
+// is a plugin behind the C ABI of include/inferd/backend.h; the adapter in
+// backend/plugin_backend.h turns it into this interface.
 //
 // Lifecycle: Backend::LoadModel -> BackendModel::CreateInstance (once per
 // instance) -> BackendInstance::Execute (many times) -> destruction in the
@@ -31,6 +32,8 @@ struct ModelLoadContext {
   std::string model_dir;    // <repository>/<model>
   std::string version_dir;  // <repository>/<model>/<version>
   int64_t version = 0;
+  std::string default_model_filename;  // config value, "" if none
+  std::string config_json;             // the normalised config as JSON
 };
 
 enum class InstanceKind { kCpu, kGpu, kModel };

@@ -1,28 +1,59 @@
 // BackendRegistry: maps a config's `backend`/`platform` to a Backend.
-// Filled once at start-up, then read-only (safe to read from any thread).
+//
+// Built-in backends (add_sub, delay, accumulator) are registered at start;
+// any other backend is the shared library libinferd_<name>.so in the
+// backend directory, loaded the first time a model needs it and kept from
+// then on. `backend:` names the backend; without it the platform decides
+// (pytorch_libtorch -> pytorch, onnxruntime_onnx -> onnx), and Triton's
+// backend name `onnxruntime` means `onnx`.
+//
+// Thread-safety: every method may be called from any thread (models load in
+// parallel); a library is loaded at most once.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend/backend.h"
 #include "core/model_spec.h"
+#include "inferd/backend.h"
 
 namespace inferd {
 
 class BackendRegistry {
  public:
-  // Registers the built-in test backends (identity, add_sub).
-  static std::unique_ptr<BackendRegistry> WithBuiltins();
+  // A registry that loads shared-library backends from `backend_directory`
+  // ("" = DefaultBackendDirectory()) and has no built-in backends.
+  explicit BackendRegistry(std::string backend_directory = "");
+
+  // The built-in backends, plus shared libraries from `backend_directory`.
+  static std::unique_ptr<BackendRegistry> WithBuiltins(std::string backend_directory = "");
+
+  // Where the build put the backends (a path compiled in) if that directory
+  // exists, else <directory of the executable>/../backends.
+  static std::string DefaultBackendDirectory();
+
+  const std::string& backend_directory() const { return directory_; }
 
   void Register(const std::string& name, std::shared_ptr<Backend> backend);
+  // Registers a plugin compiled into the server: its table goes through the
+  // same checks as a library's.
+  Status RegisterBuiltin(const std::string& name, InferdBackendEntryFn entry);
 
-  // The backend for a model: its `backend` field, else its platform.
+  // The backend a model needs: `backend`, else derived from its platform.
+  // Empty if it names neither.
+  static std::string BackendName(const ModelSpec& spec);
+
+  // The backend for a model, loading its library if needed. An error names
+  // the backend, the file looked for and why it could not be used.
   StatusOr<std::shared_ptr<Backend>> Find(const ModelSpec& spec) const;
 
  private:
-  std::map<std::string, std::shared_ptr<Backend>> backends_;
+  const std::string directory_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::shared_ptr<Backend>> backends_;  // guarded by mu_
 };
 
 }  // namespace inferd

@@ -21,6 +21,7 @@ struct TensorSpec {
   bool has_reshape = false;
   Shape reshape;
   std::string label_filename;
+  std::vector<std::string> labels;  // lines of label_filename, read at load
 };
 
 // Sequence control inputs the server delivers to a stateful model.

@@ -273,6 +273,14 @@ SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& c) {
   s.max_batch_size = c.max_batch_size();
   if (c.platform() == "ensemble") {
     s.kind = SchedulerConfig::Kind::kEnsemble;
+    for (const auto& st : c.ensemble_scheduling().step()) {
+      EnsembleStep step;
+      step.model_name = st.model_name();
+      step.model_version = st.model_version();
+      step.input_map.insert(st.input_map().begin(), st.input_map().end());
+      step.output_map.insert(st.output_map().begin(), st.output_map().end());
+      s.ensemble_steps.push_back(std::move(step));
+    }
   } else if (c.has_dynamic_batching()) {
     s.kind = SchedulerConfig::Kind::kDynamic;
     const auto& db = c.dynamic_batching();

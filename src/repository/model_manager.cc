@@ -67,6 +67,7 @@ Status ModelManager::LoadLocked(const std::string& name,
                                 const std::optional<std::string>& config_json) {
   auto fail = [&](const Status& s) {
     std::lock_guard<std::mutex> lock(mu_);
+    ++load_failures_[name];
     auto& rec = models_[name];
     bool serving = false;
     for (auto& [v, vr] : rec.versions) serving = serving || vr.state == "READY";
@@ -132,7 +133,9 @@ Status ModelManager::LoadLocked(const std::string& name,
   }
   std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>> loaded;
   for (int64_t v : wanted) {
-    loaded.emplace(v, ModelVersion::Load(*config, loc.directory, v, *options_.registry));
+    loaded.emplace(
+        v, ModelVersion::Load(*config, loc.directory, v, *options_.registry, RealClock::Get(),
+                              options_.histograms, options_.ensemble_infer));
   }
 
   std::vector<std::shared_ptr<ModelVersion>> to_retire;
@@ -149,6 +152,7 @@ Status ModelManager::LoadLocked(const std::string& name,
         vr.state = "READY";
         vr.reason.clear();
       } else {
+        if (errors.empty()) ++load_failures_[name];  // one failed attempt, however many versions
         if (!errors.empty()) errors += "; ";
         errors += "version " + std::to_string(v) + ": " + result.status().message();
         if (vr.runtime) {
@@ -310,6 +314,11 @@ bool ModelManager::AllReady() const {
     }
   }
   return true;
+}
+
+std::map<std::string, uint64_t> ModelManager::LoadFailureCounts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return load_failures_;
 }
 
 void ModelManager::StopAll() {

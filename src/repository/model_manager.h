@@ -32,6 +32,8 @@ struct ModelManagerOptions {
   std::vector<std::string> startup_models;  // explicit mode; "*" = all
   const BackendRegistry* registry = nullptr;
   int gpu_count = 0;
+  StatsHistogramOptions histograms;  // of every loaded version's statistics
+  InferFunction ensemble_infer;      // how ensemble steps reach their models
 };
 
 struct ModelIndexEntry {
@@ -83,6 +85,11 @@ class ModelManager {
   // True when every known version is READY (unloaded ones ignored).
   bool AllReady() const;
 
+  // Failed load attempts per model name since start (metrics), for every
+  // model that has failed at least once; a model forgotten by the poller
+  // keeps its count.
+  std::map<std::string, uint64_t> LoadFailureCounts() const;
+
   // Stops every version (drains accepted requests). Called at shutdown.
   void StopAll();
 
@@ -109,7 +116,8 @@ class ModelManager {
   std::mutex load_mu_;  // serialises loads and unloads; taken before mu_
 
   mutable std::mutex mu_;
-  std::map<std::string, ModelRecord> models_;  // guarded by mu_
+  std::map<std::string, ModelRecord> models_;      // guarded by mu_
+  std::map<std::string, uint64_t> load_failures_;  // guarded by mu_
 
   std::mutex reaper_mu_;
   std::condition_variable reaper_cv_;

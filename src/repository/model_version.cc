@@ -1,20 +1,35 @@
 #include "repository/model_version.h"
 
+#include "core/classification.h"
 #include "repository/model_config_util.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
 
 namespace inferd {
 
-StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
-                                                           const std::string& model_dir,
-                                                           int64_t version,
-                                                           const BackendRegistry& registry,
-                                                           Clock* clock) {
+StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
+    const inference::ModelConfig& config, const std::string& model_dir, int64_t version,
+    const BackendRegistry& registry, Clock* clock, const StatsHistogramOptions& histograms,
+    const InferFunction& ensemble_infer) {
+  const auto load_start = clock->Now();
   std::shared_ptr<ModelVersion> mv(new ModelVersion());
   mv->spec_ = SpecFromConfig(config);
+  mv->stats_.ConfigureHistograms(histograms, config.max_batch_size());
   mv->version_ = version;
   mv->config_json_ = ModelConfigToJson(config);
+  INFERD_RETURN_IF_ERROR(LoadClassificationLabels(mv->spec_, model_dir));
+  const SchedulerConfig sched = SchedulerConfigFromConfig(config);
+  if (sched.kind == SchedulerConfig::Kind::kEnsemble) {
+    // An ensemble has no backend and no instances: its steps run on their
+    // own models through the server's infer entry point.
+    INFERD_RETURN_IF_ERROR(EnsembleScheduler::Validate(mv->spec_, sched));
+    if (!ensemble_infer) return Internal("ensembles are not available in this context");
+    mv->scheduler_ =
+        std::make_unique<EnsembleScheduler>(ModelIdentity{mv->spec_.name, version}, mv->spec_,
+                                            sched, ensemble_infer, &mv->stats_, clock);
+    mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();
+    return mv;
+  }
   auto backend = registry.Find(mv->spec_);
   if (!backend.ok()) return backend.status();
   mv->backend_ = *backend;
@@ -22,6 +37,8 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
   ModelLoadContext ctx;
   ctx.spec = &mv->spec_;
   ctx.model_dir = model_dir;
+  ctx.default_model_filename = config.default_model_filename();
+  ctx.config_json = mv->config_json_;
   ctx.version = version;
   ctx.version_dir = model_dir + "/" + std::to_string(version);
   auto model = mv->backend_->LoadModel(ctx);
@@ -52,17 +69,15 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
       }
     }
   }
-  const SchedulerConfig sched = SchedulerConfigFromConfig(config);
-  ModelIdentity identity{mv->spec_.name, version};
+  ModelIdentity identity{mv->spec_.name, version, &mv->spec_};
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(instances),
                                                          &mv->stats_, clock);
-  } else if (sched.kind == SchedulerConfig::Kind::kEnsemble) {
-    return Unimplemented("ensemble models are not supported yet");
   } else {
     mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(instances),
                                                              &mv->stats_, clock);
   }
+  mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();
   return mv;
 }
 

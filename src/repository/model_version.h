@@ -14,6 +14,7 @@
 #include "backend/backend_registry.h"
 #include "core/model_spec.h"
 #include "scheduler/clock.h"
+#include "scheduler/ensemble_scheduler.h"
 #include "scheduler/model_stats.h"
 #include "scheduler/scheduler.h"
 
@@ -27,11 +28,13 @@ class ModelVersion {
  public:
   // Loads version `version` of the model in `model_dir` from a normalised
   // config: finds the backend, loads the model, creates every instance of
-  // its instance groups and starts the scheduler.
-  static StatusOr<std::shared_ptr<ModelVersion>> Load(const inference::ModelConfig& config,
-                                                      const std::string& model_dir, int64_t version,
-                                                      const BackendRegistry& registry,
-                                                      Clock* clock = RealClock::Get());
+  // its instance groups and starts the scheduler. `histograms` configures
+  // the statistics' histograms (metrics).
+  static StatusOr<std::shared_ptr<ModelVersion>> Load(
+      const inference::ModelConfig& config, const std::string& model_dir, int64_t version,
+      const BackendRegistry& registry, Clock* clock = RealClock::Get(),
+      const StatsHistogramOptions& histograms = StatsHistogramOptions(),
+      const InferFunction& ensemble_infer = {});
   ~ModelVersion();
 
   const ModelSpec& spec() const { return spec_; }
@@ -39,6 +42,8 @@ class ModelVersion {
   const std::string& config_json() const { return config_json_; }
   const ModelStats& stats() const { return stats_; }
   ModelStats& stats() { return stats_; }
+  // How long Load took, seconds (metrics: nv_model_load_duration_secs).
+  double load_seconds() const { return load_seconds_; }
 
   // Hands a validated request to the scheduler (never blocks); the
   // completion is called exactly once, possibly before this returns.
@@ -54,6 +59,7 @@ class ModelVersion {
   int64_t version_ = 0;
   std::string config_json_;
   ModelStats stats_;
+  double load_seconds_ = 0;
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<BackendModel> backend_model_;
   std::unique_ptr<Scheduler> scheduler_;  // owns the instances; destroyed first

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/classification.h"
+
 namespace inferd {
 namespace {
 
@@ -57,6 +59,9 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   for (size_t i = 0; i < batch.size(); ++i) {
     statuses[i] = items[i].status;
     if (statuses[i].ok()) statuses[i] = SelectOutputs(*batch[i]->request, *responses[i]);
+    if (statuses[i].ok() && ctx.model.spec != nullptr) {
+      statuses[i] = ApplyClassification(*ctx.model.spec, *batch[i]->request, *responses[i]);
+    }
     if (statuses[i].ok()) {
       auto& resp = *responses[i];
       resp.model_name = ctx.model.name;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "core/model_spec.h"
 #include "scheduler/clock.h"
 #include "scheduler/model_stats.h"
 #include "scheduler/scheduler.h"
@@ -16,6 +17,7 @@ namespace inferd {
 struct ModelIdentity {
   std::string name;
   int64_t version = 0;
+  const ModelSpec* spec = nullptr;  // for the classification extension; may be null
 };
 
 struct BatchContext {

@@ -4,13 +4,16 @@
 // Threading: Record* are called from instance threads and front-end
 // threads concurrently; counters are atomics, the per-batch-size table takes
 // a short lock. Snapshot() may be called at any time and never blocks
-// inference for long.
+// inference for long. The histograms (metrics) are atomic bucket arrays,
+// configured once before the first Record*.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 namespace inferd {
 
@@ -23,6 +26,47 @@ struct BatchStat {
   DurationStat compute_input, compute_infer, compute_output;
 };
 
+// A histogram read at one moment: `counts[i]` observations with value <=
+// `bounds[i]` and > `bounds[i-1]` (not cumulative); the last count is the
+// overflow (+Inf) bucket, so counts.size() == bounds.size() + 1. Values are
+// in the unit observed (nanoseconds for latencies, rows for batch sizes).
+// Empty when the histogram is not configured.
+struct HistogramSnapshot {
+  std::vector<uint64_t> bounds;
+  std::vector<uint64_t> counts;
+  uint64_t sum = 0;
+  uint64_t Count() const;
+};
+
+// Upper bounds of the latency histograms, in seconds, strictly ascending
+// (whole nanoseconds). The defaults span 50 us to 10 s.
+struct StatsHistogramOptions {
+  std::vector<double> latency_buckets_s = DefaultLatencyBuckets();
+  static std::vector<double> DefaultLatencyBuckets();
+};
+
+// A fixed set of buckets with lock-free observation.
+class AtomicHistogram {
+ public:
+  // Sets the bucket upper bounds (ascending); must not race with Observe.
+  void Configure(std::vector<uint64_t> bounds);
+  // Counts `value` in the first bucket whose bound is >= value. A no-op
+  // until configured. Relaxed atomics only.
+  void Observe(uint64_t value) {
+    if (!counts_) return;
+    size_t i = 0;
+    while (i < bounds_.size() && bounds_[i] < value) ++i;
+    counts_[i].fetch_add(1, std::memory_order_relaxed);
+    sum_.fetch_add(value, std::memory_order_relaxed);
+  }
+  HistogramSnapshot Get() const;
+
+ private:
+  std::vector<uint64_t> bounds_;
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;  // bounds_.size() + 1
+  std::atomic<uint64_t> sum_{0};
+};
+
 struct ModelStatsSnapshot {
   uint64_t last_inference_ms = 0;
   uint64_t inference_count = 0;
@@ -33,6 +77,10 @@ struct ModelStatsSnapshot {
   // failed by the backend, other.
   uint64_t fail_rejected = 0, fail_cancelled = 0, fail_backend = 0, fail_other = 0;
   int64_t pending = 0;  // accepted, not yet started
+  // Histograms (empty unless ConfigureHistograms was called): end-to-end
+  // and queue time of successful requests, ns; model execution time per
+  // execution, ns; rows per execution.
+  HistogramSnapshot request_hist, queue_hist, compute_infer_hist, batch_size_hist;
 };
 
 enum class FailReason { kRejected, kCancelled, kBackend, kOther };
@@ -45,6 +93,11 @@ class ModelStats {
                        uint64_t output_ns);
   void AddPending(int64_t delta) { pending_.fetch_add(delta, std::memory_order_relaxed); }
   ModelStatsSnapshot Snapshot() const;
+
+  // Turns the histograms on: latency buckets from `options`, batch-size
+  // buckets 1, 2, 4, ... up to the first power of two >= max_batch_size.
+  // Call once, before the first Record* (before the scheduler starts).
+  void ConfigureHistograms(const StatsHistogramOptions& options, int64_t max_batch_size);
 
  private:
   struct AtomicDuration {
@@ -59,6 +112,7 @@ class ModelStats {
   std::atomic<uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<uint64_t> fail_rejected_{0}, fail_cancelled_{0}, fail_backend_{0}, fail_other_{0};
   std::atomic<int64_t> pending_{0};
+  AtomicHistogram request_hist_, queue_hist_, compute_infer_hist_, batch_size_hist_;
   mutable std::mutex batch_mu_;
   std::map<uint64_t, BatchStat> batch_stats_;  // guarded by batch_mu_
 };

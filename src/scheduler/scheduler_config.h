@@ -45,11 +45,19 @@ struct SequenceBatchingConfig {
   std::vector<ControlInputConfig> controls;
 };
 
+struct EnsembleStep {
+  std::string model_name;
+  int64_t model_version = -1;                     // -1: latest
+  std::map<std::string, std::string> input_map;   // model input -> ensemble tensor
+  std::map<std::string, std::string> output_map;  // model output -> ensemble tensor
+};
+
 struct SchedulerConfig {
   enum class Kind { kNone, kDynamic, kSequence, kEnsemble } kind = Kind::kNone;
   int64_t max_batch_size = 0;
   DynamicBatchingConfig dynamic;
   SequenceBatchingConfig sequence;
+  std::vector<EnsembleStep> ensemble_steps;
 };
 
 }  // namespace inferd

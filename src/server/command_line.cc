@@ -3,8 +3,11 @@
 #include <strings.h>
 
 #include <charconv>
+#include <climits>
 #include <functional>
 #include <map>
+
+#include "metrics/model_metrics.h"
 
 namespace inferd {
 namespace {
@@ -43,7 +46,12 @@ Model repository
   --strict-readiness=<bool>      ready only when every model is ready (default true)
   --exit-on-error=<bool>         exit if a model fails to load at start (default false)
   --exit-timeout-secs=<s>        on SIGTERM/SIGINT, wait this long for in-flight work (default 30)
+  --drain-delay-secs=<s>         on SIGTERM, keep serving (not ready) this long before refusing
+                                 new connections (default 0)
+  --allow-client-shm=<bool>      let clients register shared-memory regions (default false)
   --id=<name>                    server name in metadata (default inferd)
+  --backend-directory=<path>     where backend libraries libinferd_<name>.so are
+                                 (default: the build's backends/ directory)
 
 HTTP
   --allow-http=<bool>            serve HTTP/REST (default true)
@@ -53,9 +61,29 @@ HTTP
   --http-max-input-size=<bytes>  largest request body, also after decompression (default 67108864)
   --http-idle-timeout-secs=<s>   keep-alive idle timeout (default 60)
 
-gRPC and metrics (accepted for compatibility; served by later releases)
-  --allow-grpc, --grpc-address, --grpc-port (8001), --allow-metrics, --metrics-address,
-  --metrics-port (8002)
+gRPC
+  --allow-grpc=<bool>            serve KServe v2 gRPC (default true)
+  --grpc-address=<addr>          bind address (default 0.0.0.0)
+  --grpc-port=<port>             port (default 8001; 0 picks a free port)
+  --grpc-keepalive-time=<ms>     keepalive ping interval (default 7200000)
+  --grpc-keepalive-timeout=<ms>  keepalive ping ack timeout (default 20000)
+  --grpc-keepalive-permit-without-calls=<bool>
+                                 keepalive pings without calls in flight (default false)
+  --grpc-http2-max-pings-without-data=<n>
+                                 pings sent without data before waiting (default 2; 0 = no limit)
+  --grpc-http2-min-recv-ping-interval-without-data=<ms>
+                                 shortest client ping interval accepted (default 300000)
+  --grpc-http2-max-ping-strikes=<n>
+                                 bad pings tolerated before closing (default 2; 0 = no limit)
+
+Metrics (Prometheus, GET /metrics; docs/metrics.md)
+  --allow-metrics=<bool>         serve metrics (default true)
+  --metrics-address=<addr>       bind address (default: the HTTP address)
+  --metrics-port=<port>          port (default 8002; 0 picks a free port)
+  --metrics-interval-ms=<ms>     CPU/RAM/GPU gauge refresh interval (default 2000)
+  --metrics-latency-buckets=<s,s,...>
+                                 latency histogram bucket bounds, seconds, ascending
+                                 (default 0.00005,0.0001,0.00025,...,2.5,5,10)
 
   --log-verbose=<n>              verbose logging level (default 0)
   --help                         this text
@@ -121,7 +149,10 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
       {"strict-readiness", boolean(cl.server.strict_readiness)},
       {"exit-on-error", boolean(cl.server.exit_on_error)},
       {"exit-timeout-secs", integer(cl.exit_timeout_secs, 0, 86400)},
+      {"drain-delay-secs", integer(cl.drain_delay_secs, 0, 86400)},
+      {"allow-client-shm", boolean(cl.server.allow_client_shm)},
       {"id", string(cl.server.id)},
+      {"backend-directory", string(cl.server.backend_directory)},
       {"allow-http", boolean(cl.allow_http)},
       {"http-address", string(cl.http.address)},
       {"http-port", integer(http_port, 0, 65535)},
@@ -135,11 +166,27 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
          return Status::Ok();
        }},
       {"allow-grpc", boolean(cl.allow_grpc)},
-      {"grpc-address", string(cl.grpc_address)},
-      {"grpc-port", integer(cl.grpc_port, 0, 65535)},
+      {"grpc-address", string(cl.grpc.address)},
+      {"grpc-port", integer(cl.grpc.port, 0, 65535)},
+      {"grpc-keepalive-time", integer(cl.grpc.keepalive_time_ms, 1, INT_MAX)},
+      {"grpc-keepalive-timeout", integer(cl.grpc.keepalive_timeout_ms, 1, INT_MAX)},
+      {"grpc-keepalive-permit-without-calls", boolean(cl.grpc.keepalive_permit_without_calls)},
+      {"grpc-http2-max-pings-without-data",
+       integer(cl.grpc.http2_max_pings_without_data, 0, INT_MAX)},
+      {"grpc-http2-min-recv-ping-interval-without-data",
+       integer(cl.grpc.http2_min_recv_ping_interval_without_data_ms, 0, INT_MAX)},
+      {"grpc-http2-max-ping-strikes", integer(cl.grpc.http2_max_ping_strikes, 0, INT_MAX)},
       {"allow-metrics", boolean(cl.allow_metrics)},
       {"metrics-address", string(cl.metrics_address)},
       {"metrics-port", integer(cl.metrics_port, 0, 65535)},
+      {"metrics-interval-ms", integer(cl.metrics_interval_ms, 1, 3600000)},
+      {"metrics-latency-buckets",
+       [&](const std::string& f, const std::string& v) {
+         auto b = metrics::ParseLatencyBuckets(f, v);
+         if (!b.ok()) return b.status();
+         cl.server.histograms.latency_buckets_s = std::move(*b);
+         return Status::Ok();
+       }},
       {"log-verbose", integer(cl.log_verbose, 0, 100)},
   };
   for (size_t i = 0; i < args.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
 #include "server/inference_server.h"
@@ -18,12 +19,13 @@ struct CommandLine {
   bool allow_http = true;
   http::HttpServerOptions http;
   bool allow_grpc = true;
-  std::string grpc_address = "0.0.0.0";
-  int grpc_port = 8001;
+  grpc_frontend::GrpcServer::Options grpc;  // address, port, keepalive
   bool allow_metrics = true;
   std::string metrics_address;
   int metrics_port = 8002;
+  int metrics_interval_ms = 2000;  // host/GPU gauge refresh; latency buckets: server.histograms
   int exit_timeout_secs = 30;
+  int drain_delay_secs = 0;  // after SIGTERM: not ready, still serving, for this long
   int log_verbose = 0;
   bool help = false;
 };

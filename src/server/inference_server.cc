@@ -14,6 +14,10 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
   mo.startup_models = options_.startup_models;
   mo.registry = registry_.get();
   mo.gpu_count = options_.gpu_count;
+  mo.ensemble_infer = [this](std::unique_ptr<InferRequest> r, InferCompletion c) {
+    Infer(std::move(r), std::move(c));
+  };
+  mo.histograms = options_.histograms;
   manager_ = std::make_unique<ModelManager>(std::move(mo));
 }
 
@@ -22,8 +26,16 @@ InferenceServer::~InferenceServer() { Stop(); }
 const char* InferenceServer::Version() { return "0.1.0"; }
 
 std::vector<std::string> InferenceServer::Extensions() const {
-  return {"sequence",           "model_repository", "schedule_policy", "model_configuration",
-          "binary_tensor_data", "parameters",       "statistics"};
+  return {"sequence",
+          "model_repository",
+          "schedule_policy",
+          "model_configuration",
+          "system_shared_memory",
+          "cuda_shared_memory",
+          "binary_tensor_data",
+          "parameters",
+          "statistics",
+          "classification"};
 }
 
 Status InferenceServer::Start() {
@@ -126,7 +138,8 @@ StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std:
   std::vector<ModelStatistics> out;
   for (const auto& mv : manager_->ReadyVersionsOf(name)) {
     if (version >= 0 && mv->version() != version) continue;
-    out.push_back(ModelStatistics{mv->spec().name, mv->version(), mv->stats().Snapshot()});
+    out.push_back(ModelStatistics{mv->spec().name, mv->version(), mv->stats().Snapshot(),
+                                  mv->load_seconds()});
   }
   if (!name.empty() && out.empty()) {
     if (version >= 0 && !manager_->ReadyVersionsOf(name).empty()) {

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "backend/backend_registry.h"
 #include "core/infer_request.h"
 #include "repository/model_manager.h"
+#include "shm/shm_manager.h"
 
 namespace inferd {
 
@@ -31,6 +33,9 @@ struct ServerOptions {
   bool strict_readiness = true;
   bool exit_on_error = true;
   int gpu_count = 0;
+  StatsHistogramOptions histograms;  // latency histogram buckets (metrics)
+  bool allow_client_shm = false;     // clients may register shared-memory regions
+  std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
 };
 
 struct TensorMetadata {
@@ -51,6 +56,7 @@ struct ModelStatistics {
   std::string name;
   int64_t version = 0;
   ModelStatsSnapshot stats;
+  double load_seconds = 0;  // how long the version took to load
 };
 
 class InferenceServer {
@@ -92,6 +98,11 @@ class InferenceServer {
   StatusOr<std::vector<ModelStatistics>> GetStatistics(const std::string& name,
                                                        int64_t version) const;
 
+  // Failed load attempts per model name since start (metrics).
+  std::map<std::string, uint64_t> ModelLoadFailures() const {
+    return manager_->LoadFailureCounts();
+  }
+
   // Repository extension.
   std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only) const;
   Status LoadModel(const std::string& name, const std::optional<std::string>& config_json);
@@ -102,12 +113,18 @@ class InferenceServer {
 
   int64_t InflightCount() const { return inflight_.load(); }
 
+  // Client shared-memory regions (shared by every front end). Registering
+  // and unregistering are allowed only with allow_client_shm().
+  SharedMemoryManager& shared_memory() { return shared_memory_; }
+  bool allow_client_shm() const { return options_.allow_client_shm; }
+
  private:
   void PollLoop();
 
   const ServerOptions options_;
   std::unique_ptr<BackendRegistry> registry_;
   std::unique_ptr<ModelManager> manager_;
+  SharedMemoryManager shared_memory_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> inflight_{0};
   std::mutex idle_mu_;

@@ -1,11 +1,15 @@
 // inferd: the inference server executable.
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <thread>
 
+#include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
+#include "metrics/metrics_service.h"
 #include "server/command_line.h"
 #include "server/inference_server.h"
 
@@ -38,7 +42,7 @@ int main(int argc, char** argv) {
   }
   const sigset_t signals = BlockShutdownSignals();
 
-  InferenceServer server(cl->server, BackendRegistry::WithBuiltins());
+  InferenceServer server(cl->server, BackendRegistry::WithBuiltins(cl->server.backend_directory));
   Status started = server.Start();
   if (!started.ok()) {
     std::cerr << "inferd: " << started.message() << "\n";
@@ -49,10 +53,21 @@ int main(int argc, char** argv) {
       std::cerr << "inferd: model '" << e.name << "' is UNAVAILABLE: " << e.reason << "\n";
     }
   }
-  if (cl->allow_grpc)
-    std::cerr << "inferd: gRPC is not served by this build (--allow-grpc ignored)\n";
-  if (cl->allow_metrics)
-    std::cerr << "inferd: metrics are not served by this build (--allow-metrics ignored)\n";
+  std::unique_ptr<metrics::MetricsService> metrics_service;
+  if (cl->allow_metrics) {
+    metrics::MetricsOptions mo;
+    mo.address = cl->metrics_address;
+    mo.port = static_cast<uint16_t>(cl->metrics_port);
+    mo.interval_ms = cl->metrics_interval_ms;
+    metrics_service = std::make_unique<metrics::MetricsService>(server, mo);
+    Status s = metrics_service->Start();
+    if (!s.ok()) {
+      std::cerr << "inferd: " << s.message() << "\n";
+      return 1;
+    }
+    std::cerr << "inferd: metrics listening on " << mo.address << ":" << metrics_service->port()
+              << std::endl;
+  }
 
   std::unique_ptr<http::HttpApi> api;
   std::unique_ptr<http::HttpServer> http_server;
@@ -73,22 +88,49 @@ int main(int argc, char** argv) {
               << std::endl;
   }
 
+  std::unique_ptr<grpc_frontend::GrpcServer> grpc_server;
+  if (cl->allow_grpc) {
+    grpc_server = std::make_unique<grpc_frontend::GrpcServer>(server, cl->grpc);
+    Status s = grpc_server->Start();
+    if (!s.ok()) {
+      std::cerr << "inferd: " << s.message() << "\n";
+      return 1;
+    }
+    std::cerr << "inferd: gRPC listening on " << cl->grpc.address << ":" << grpc_server->port()
+              << std::endl;
+  }
+
   int sig = 0;
   sigwait(&signals, &sig);
   std::cerr << "inferd: received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down\n";
   server.BeginShutdown();
-  if (http_server) http_server->StopAccepting();
-  const int timeout_ms = cl->exit_timeout_secs * 1000;
-  const auto start = std::chrono::steady_clock::now();
-  bool idle = server.WaitForIdle(timeout_ms);
-  if (http_server) {
-    const int spent = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::steady_clock::now() - start)
-                                           .count());
-    idle = http_server->WaitForIdle(std::max(0, timeout_ms - spent)) && idle;
+  // Readiness is false now; keep serving while balancers notice, then stop
+  // accepting. The exit timeout counts from the end of the drain delay.
+  if (cl->drain_delay_secs > 0) {
+    std::cerr << "inferd: draining for " << cl->drain_delay_secs << " s\n";
+    std::this_thread::sleep_for(std::chrono::seconds(cl->drain_delay_secs));
   }
+  if (http_server) http_server->StopAccepting();
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(cl->exit_timeout_secs);
+  auto remaining_ms = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now())
+               .count()));
+  };
+  if (grpc_server) {
+    // Stops accepting calls, lets open streams write what they owe, waits for
+    // in-flight calls until the exit timeout and cancels the rest. Models are
+    // still running here, so every accepted request completes.
+    grpc_server->Shutdown(std::chrono::system_clock::now() +
+                          std::chrono::milliseconds(remaining_ms()));
+  }
+  bool idle = server.WaitForIdle(remaining_ms());
+  if (http_server) idle = http_server->WaitForIdle(remaining_ms()) && idle;
   if (!idle) std::cerr << "inferd: exit timeout reached with requests still in flight\n";
   if (http_server) http_server->Stop();
+  if (metrics_service) metrics_service->Stop();
   server.Stop();
   std::cerr << "inferd: stopped\n";
   return 0;

@@ -1,14 +1,18 @@
 // add_sub: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1.
 // The arithmetic of the models that Triton's standard client examples call
-// (simple, simple_int8, simple_string).
+// (simple, simple_int8, simple_string). A built-in plugin on the C ABI.
 #include <charconv>
 #include <cstring>
+#include <string_view>
+#include <type_traits>
 
 #include "backend/builtin/builtin_backends.h"
-#include "core/bytes_tensor.h"
+#include "common/backend_util.h"
 
 namespace inferd {
 namespace {
+
+using namespace inferd_backend;
 
 template <typename T>
 void AddSubTyped(const char* a, const char* b, char* sum, char* diff, size_t n) {
@@ -31,125 +35,140 @@ void AddSubTyped(const char* a, const char* b, char* sum, char* diff, size_t n) 
   }
 }
 
-StatusOr<int64_t> ParseDecimal(std::string_view s, const char* which) {
+// The elements of a serialised BYTES tensor (4-byte little-endian lengths).
+std::vector<std::string_view> BytesElements(const InferdTensor& t) {
+  std::vector<std::string_view> out;
+  const char* p = static_cast<const char*>(t.buffer);
+  size_t off = 0;
+  while (off < t.byte_size) {
+    if (t.byte_size - off < 4) ThrowInvalidArgument("add_sub: truncated BYTES element");
+    uint32_t n;
+    std::memcpy(&n, p + off, 4);
+    off += 4;
+    if (t.byte_size - off < n) ThrowInvalidArgument("add_sub: BYTES element runs past the end");
+    out.emplace_back(p + off, n);
+    off += n;
+  }
+  return out;
+}
+
+void AppendElement(std::string& out, const std::string& e) {
+  const uint32_t n = static_cast<uint32_t>(e.size());
+  out.append(reinterpret_cast<const char*>(&n), 4);
+  out += e;
+}
+
+int64_t ParseDecimal(std::string_view s, const char* which) {
   int64_t v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size() || s.empty()) {
-    return InvalidArgument(std::string("add_sub: element of ") + which +
-                           " is not a decimal integer");
+    ThrowInvalidArgument(std::string("add_sub: element of ") + which + " is not a decimal integer");
   }
   return v;
 }
 
-Status AddSubBytes(const InferInput& a, const InferInput& b, InferResponse& resp) {
-  auto ea = SplitBytesElements(a.data.data, a.data.byte_size);
-  if (!ea.ok()) return ea.status();
-  auto eb = SplitBytesElements(b.data.data, b.data.byte_size);
-  if (!eb.ok()) return eb.status();
+std::vector<int64_t> ShapeOf(const InferdTensor& t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.dims_count);
+}
+
+void AddSubBytes(const Request& r, const InferdTensor& a, const InferdTensor& b) {
+  auto ea = BytesElements(a);
+  auto eb = BytesElements(b);
+  if (ea.size() != eb.size()) ThrowInvalidArgument("add_sub: INPUT0 and INPUT1 differ in length");
   std::string sum, diff;
-  for (size_t i = 0; i < ea->size(); ++i) {
-    auto x = ParseDecimal((*ea)[i], "INPUT0");
-    if (!x.ok()) return x.status();
-    auto y = ParseDecimal((*eb)[i], "INPUT1");
-    if (!y.ok()) return y.status();
-    const auto ux = static_cast<uint64_t>(*x), uy = static_cast<uint64_t>(*y);
-    AppendBytesElement(sum, std::to_string(static_cast<int64_t>(ux + uy)));
-    AppendBytesElement(diff, std::to_string(static_cast<int64_t>(ux - uy)));
+  for (size_t i = 0; i < ea.size(); ++i) {
+    const auto x = static_cast<uint64_t>(ParseDecimal(ea[i], "INPUT0"));
+    const auto y = static_cast<uint64_t>(ParseDecimal(eb[i], "INPUT1"));
+    AppendElement(sum, std::to_string(static_cast<int64_t>(x + y)));
+    AppendElement(diff, std::to_string(static_cast<int64_t>(x - y)));
   }
-  auto& o0 = resp.AddOutput("OUTPUT0", DataType::kBytes, a.shape, sum.size());
-  std::memcpy(o0.buffer.data(), sum.data(), sum.size());
-  auto& o1 = resp.AddOutput("OUTPUT1", DataType::kBytes, a.shape, diff.size());
-  std::memcpy(o1.buffer.data(), diff.data(), diff.size());
-  return Status::Ok();
+  const auto shape = ShapeOf(a);
+  std::memcpy(r.AllocateOutput("OUTPUT0", INFERD_TYPE_BYTES, shape, sum.size()), sum.data(),
+              sum.size());
+  std::memcpy(r.AllocateOutput("OUTPUT1", INFERD_TYPE_BYTES, shape, diff.size()), diff.data(),
+              diff.size());
 }
 
-Status AddSubOne(DataType type, const InferRequest& req, InferResponse& resp) {
-  const InferInput* a = req.FindInput("INPUT0");
-  const InferInput* b = req.FindInput("INPUT1");
-  if (a == nullptr || b == nullptr) return InvalidArgument("add_sub needs INPUT0 and INPUT1");
-  if (a->shape != b->shape) {
-    return InvalidArgument("add_sub: INPUT0 shape " + ShapeToString(a->shape) +
-                           " differs from INPUT1 shape " + ShapeToString(b->shape));
-  }
-  if (type == DataType::kBytes) return AddSubBytes(*a, *b, resp);
-  const size_t bytes = a->data.byte_size;
-  const size_t n = bytes / DataTypeByteSize(type);
-  auto& o0 = resp.AddOutput("OUTPUT0", type, a->shape, bytes);
-  auto& o1 = resp.AddOutput("OUTPUT1", type, a->shape, bytes);
-  char* s = o0.buffer.data();
-  char* d = o1.buffer.data();
-  switch (type) {
-    case DataType::kInt32:
-      AddSubTyped<int32_t>(a->data.data, b->data.data, s, d, n);
-      break;
-    case DataType::kInt8:
-      AddSubTyped<int8_t>(a->data.data, b->data.data, s, d, n);
-      break;
-    case DataType::kFp32:
-      AddSubTyped<float>(a->data.data, b->data.data, s, d, n);
-      break;
-    default:
-      return Internal("add_sub: unsupported datatype");
-  }
-  return Status::Ok();
-}
+struct AddSubModel {
+  InferdDataType type = INFERD_TYPE_INVALID;
 
-class AddSubInstance : public BackendInstance {
- public:
-  explicit AddSubInstance(DataType type) : type_(type) {}
-  void Execute(std::span<ExecutionItem> batch) override {
-    for (auto& item : batch) item.status = AddSubOne(type_, *item.request, *item.response);
-  }
-
- private:
-  DataType type_;
-};
-
-class AddSubModel : public BackendModel {
- public:
-  explicit AddSubModel(DataType type) : type_(type) {}
-  StatusOr<std::unique_ptr<BackendInstance>> CreateInstance(const InstanceInfo&) override {
-    return std::unique_ptr<BackendInstance>(new AddSubInstance(type_));
-  }
-
- private:
-  DataType type_;
-};
-
-class AddSubBackend : public Backend {
- public:
-  StatusOr<std::unique_ptr<BackendModel>> LoadModel(const ModelLoadContext& ctx) override {
-    const ModelSpec& s = *ctx.spec;
-    const TensorSpec* in0 = s.FindInput("INPUT0");
-    const TensorSpec* in1 = s.FindInput("INPUT1");
-    if (!in0 || !in1 || !s.FindOutput("OUTPUT0") || !s.FindOutput("OUTPUT1") ||
-        s.inputs.size() != 2 || s.outputs.size() != 2) {
-      return InvalidArgument(
+  explicit AddSubModel(const InferdModelInfo& info) {
+    auto find = [](const InferdTensorSpec* ts, uint32_t n, const char* name) {
+      for (uint32_t i = 0; i < n; ++i) {
+        if (std::strcmp(ts[i].name, name) == 0) return &ts[i];
+      }
+      return static_cast<const InferdTensorSpec*>(nullptr);
+    };
+    const auto* in0 = find(info.inputs, info.input_count, "INPUT0");
+    const auto* in1 = find(info.inputs, info.input_count, "INPUT1");
+    const auto* out0 = find(info.outputs, info.output_count, "OUTPUT0");
+    const auto* out1 = find(info.outputs, info.output_count, "OUTPUT1");
+    if (!in0 || !in1 || !out0 || !out1 || info.input_count != 2 || info.output_count != 2) {
+      ThrowInvalidArgument(
           "add_sub model needs exactly inputs INPUT0, INPUT1 and outputs OUTPUT0, OUTPUT1");
     }
-    const DataType t = in0->datatype;
-    if (t != DataType::kInt32 && t != DataType::kFp32 && t != DataType::kInt8 &&
-        t != DataType::kBytes) {
-      return InvalidArgument(
-          "add_sub supports TYPE_INT32, TYPE_FP32, TYPE_INT8 and TYPE_STRING, "
-          "not " +
-          std::string(DataTypeToConfigName(t)));
+    type = in0->datatype;
+    if (type != INFERD_TYPE_INT32 && type != INFERD_TYPE_FP32 && type != INFERD_TYPE_INT8 &&
+        type != INFERD_TYPE_BYTES) {
+      ThrowInvalidArgument(
+          std::string("add_sub supports TYPE_INT32, TYPE_FP32, TYPE_INT8 and "
+                      "TYPE_STRING, not ") +
+          (type == INFERD_TYPE_BYTES ? "TYPE_STRING" : std::string("TYPE_") + TypeName(type)));
     }
-    for (const auto& ts : {*in1, *s.FindOutput("OUTPUT0"), *s.FindOutput("OUTPUT1")}) {
-      if (ts.datatype != t) {
-        return InvalidArgument("add_sub: '" + ts.name + "' must have the datatype of INPUT0 (" +
-                               std::string(DataTypeToConfigName(t)) + ")");
+    for (const auto* ts : {in1, out0, out1}) {
+      if (ts->datatype != type) {
+        ThrowInvalidArgument(
+            std::string("add_sub: '") + ts->name + "' must have the datatype of INPUT0 (" +
+            (type == INFERD_TYPE_BYTES ? "TYPE_STRING" : std::string("TYPE_") + TypeName(type)) +
+            ")");
       }
     }
-    if (in0->dims != in1->dims) {
-      return InvalidArgument("add_sub: INPUT0 and INPUT1 must have the same dims");
+    if (ShapeString(in0->dims, in0->dims_count) != ShapeString(in1->dims, in1->dims_count)) {
+      ThrowInvalidArgument("add_sub: INPUT0 and INPUT1 must have the same dims");
     }
-    return std::unique_ptr<BackendModel>(new AddSubModel(t));
+  }
+};
+
+struct AddSubInstance {
+  InferdDataType type;
+
+  AddSubInstance(AddSubModel& model, const InferdInstanceInfo&) : type(model.type) {}
+
+  void Execute(InferdRequest* const* requests, uint32_t n) {
+    ForEachRequest(requests, n, [&](const Request& r) { One(r); });
+  }
+
+  void One(const Request& r) const {
+    InferdTensor a{}, b{};
+    if (!r.FindInput("INPUT0", &a) || !r.FindInput("INPUT1", &b)) {
+      ThrowInvalidArgument("add_sub needs INPUT0 and INPUT1");
+    }
+    const auto shape = ShapeOf(a);
+    if (shape != ShapeOf(b)) {
+      ThrowInvalidArgument("add_sub: INPUT0 shape " + ShapeString(shape) +
+                           " differs from INPUT1 shape " + ShapeString(ShapeOf(b)));
+    }
+    if (type == INFERD_TYPE_BYTES) return AddSubBytes(r, a, b);
+    const size_t bytes = a.byte_size;
+    char* s = static_cast<char*>(r.AllocateOutput("OUTPUT0", type, shape, bytes));
+    char* d = static_cast<char*>(r.AllocateOutput("OUTPUT1", type, shape, bytes));
+    const char* x = static_cast<const char*>(a.buffer);
+    const char* y = static_cast<const char*>(b.buffer);
+    switch (type) {
+      case INFERD_TYPE_INT32:
+        return AddSubTyped<int32_t>(x, y, s, d, bytes / 4);
+      case INFERD_TYPE_INT8:
+        return AddSubTyped<int8_t>(x, y, s, d, bytes);
+      default:
+        return AddSubTyped<float>(x, y, s, d, bytes / 4);
+    }
   }
 };
 
 }  // namespace
 
-std::shared_ptr<Backend> MakeAddSubBackend() { return std::make_shared<AddSubBackend>(); }
+const InferdBackendApi* AddSubBackendEntry(uint32_t) {
+  return &BackendTable<AddSubModel, AddSubInstance>::kApi;
+}
 
 }  // namespace inferd

@@ -1,5 +1,12 @@
-// Built-in test backends, used by tests, examples and benchmarks.
+// Built-in test backends, used by tests, examples and benchmarks. Each is a
+// plugin behind the C ABI of include/inferd/backend.h, compiled into the
+// server: BackendRegistry::WithBuiltins registers their entry functions,
+// which go through the same checks and adapter as a shared library's
+// inferd_backend_entry. (The `identity` backend is the example backend,
+// backends/identity, built as a shared library.)
 #pragma once
+
+#include <inferd/backend.h>
 
 #include <memory>
 
@@ -7,20 +14,21 @@
 
 namespace inferd {
 
-// identity: OUTPUTn = INPUTn for every datatype and shape. Inputs and
-// outputs are paired by their position in the config.
-std::shared_ptr<Backend> MakeIdentityBackend();
-
 // add_sub: OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1, for INT32,
 // FP32, INT8 (wrapping) and BYTES holding decimal integers.
-std::shared_ptr<Backend> MakeAddSubBackend();
+const InferdBackendApi* AddSubBackendEntry(uint32_t host_abi_version);
 
 // delay: OUTPUT0 = INPUT0 after sleeping the model parameter
 // `execute_delay_ms` once per execution, whatever the batch size.
-std::shared_ptr<Backend> MakeDelayBackend();
+const InferdBackendApi* DelayBackendEntry(uint32_t host_abi_version);
 
 // accumulator: stateful; OUTPUT = running sum of INPUT over a sequence,
 // keyed by the CORRID control input; START resets, END forgets.
+const InferdBackendApi* AccumulatorBackendEntry(uint32_t host_abi_version);
+
+// The same backends, through the adapter, for tests that use one directly.
+std::shared_ptr<Backend> MakeAddSubBackend();
+std::shared_ptr<Backend> MakeDelayBackend();
 std::shared_ptr<Backend> MakeAccumulatorBackend();
 
 }  // namespace inferd

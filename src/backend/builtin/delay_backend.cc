@@ -1,76 +1,58 @@
 // delay: OUTPUT0 = INPUT0, after sleeping the model parameter
 // `execute_delay_ms` once per execution, whatever the batch size. Makes
-// batching observable (and benchmarkable) without hooks.
-#include <charconv>
+// batching observable (and benchmarkable) without hooks. A built-in plugin
+// on the C ABI.
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "backend/builtin/builtin_backends.h"
+#include "common/backend_util.h"
 
 namespace inferd {
 namespace {
 
-class DelayInstance : public BackendInstance {
- public:
-  DelayInstance(const ModelSpec* spec, int delay_ms) : spec_(spec), delay_ms_(delay_ms) {}
+using namespace inferd_backend;
 
-  void Execute(std::span<ExecutionItem> batch) override {
-    if (delay_ms_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
-    for (auto& item : batch) {
-      const InferInput* in = item.request->FindInput(spec_->inputs[0].name);
-      if (in == nullptr) {
-        item.status = InvalidArgument("delay model needs input '" + spec_->inputs[0].name + "'");
-        continue;
-      }
-      auto& o = item.response->AddOutput(spec_->outputs[0].name, in->datatype, in->shape,
-                                         in->data.byte_size);
-      if (in->data.byte_size) std::memcpy(o.buffer.data(), in->data.data, in->data.byte_size);
+struct DelayModel {
+  std::string input, output;
+  int64_t delay_ms = 0;
+
+  explicit DelayModel(const InferdModelInfo& info) {
+    if (info.input_count != 1 || info.output_count != 1 ||
+        info.inputs[0].datatype != info.outputs[0].datatype) {
+      ThrowInvalidArgument("delay model needs one input and one output of the same datatype");
     }
+    input = info.inputs[0].name;
+    output = info.outputs[0].name;
+    delay_ms = IntParameter(info, "execute_delay_ms", 0, 0, 600000);
   }
-
- private:
-  const ModelSpec* spec_;
-  int delay_ms_;
 };
 
-class DelayModel : public BackendModel {
- public:
-  DelayModel(const ModelSpec* spec, int delay_ms) : spec_(spec), delay_ms_(delay_ms) {}
-  StatusOr<std::unique_ptr<BackendInstance>> CreateInstance(const InstanceInfo&) override {
-    return std::unique_ptr<BackendInstance>(new DelayInstance(spec_, delay_ms_));
-  }
+struct DelayInstance {
+  const DelayModel& model;
 
- private:
-  const ModelSpec* spec_;
-  int delay_ms_;
-};
+  DelayInstance(DelayModel& m, const InferdInstanceInfo&) : model(m) {}
 
-class DelayBackend : public Backend {
- public:
-  StatusOr<std::unique_ptr<BackendModel>> LoadModel(const ModelLoadContext& ctx) override {
-    const ModelSpec& s = *ctx.spec;
-    if (s.inputs.size() != 1 || s.outputs.size() != 1 ||
-        s.inputs[0].datatype != s.outputs[0].datatype) {
-      return InvalidArgument("delay model needs one input and one output of the same datatype");
-    }
-    int delay = 0;
-    if (auto it = s.parameters.find("execute_delay_ms"); it != s.parameters.end()) {
-      const std::string& v = it->second;
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), delay);
-      if (ec != std::errc() || p != v.data() + v.size() || delay < 0 || delay > 600000) {
-        return InvalidArgument(
-            "parameter 'execute_delay_ms' must be an integer between 0 and "
-            "600000, got '" +
-            v + "'");
+  void Execute(InferdRequest* const* requests, uint32_t n) {
+    if (model.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(model.delay_ms));
+    ForEachRequest(requests, n, [&](const Request& r) {
+      InferdTensor in{};
+      if (!r.FindInput(model.input.c_str(), &in)) {
+        ThrowInvalidArgument("delay model needs input '" + model.input + "'");
       }
-    }
-    return std::unique_ptr<BackendModel>(new DelayModel(ctx.spec, delay));
+      void* out =
+          r.AllocateOutput(model.output.c_str(), in.datatype,
+                           std::vector<int64_t>(in.shape, in.shape + in.dims_count), in.byte_size);
+      if (in.byte_size) std::memcpy(out, in.buffer, in.byte_size);
+    });
   }
 };
 
 }  // namespace
 
-std::shared_ptr<Backend> MakeDelayBackend() { return std::make_shared<DelayBackend>(); }
+const InferdBackendApi* DelayBackendEntry(uint32_t) {
+  return &BackendTable<DelayModel, DelayInstance>::kApi;
+}
 
 }  // namespace inferd

@@ -218,6 +218,9 @@ void HttpApi::Handle(HttpRequest req, std::shared_ptr<HttpResponder> responder) 
     return HandleModel(req, *name, version, action, std::move(responder));
   }
   if (segs[1] == "repository") return HandleRepository(req, segs, std::move(responder));
+  if (segs[1] == "systemsharedmemory" || segs[1] == "cudasharedmemory") {
+    return send(HandleSharedMemory(req, segs));
+  }
   send(ErrorResponse(404, "Not Found"));
 }
 
@@ -311,7 +314,8 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
     if (!spec.ok()) return fail(spec.status());
     decoded = DecodeRawBinaryRequest(body, *spec, version);
   } else {
-    decoded = DecodeInferRequest(body, header_length, model, version, DecodeLimits{});
+    decoded = DecodeInferRequest(body, header_length, model, version, DecodeLimits{},
+                                 &server_.shared_memory());
   }
   if (!decoded.ok()) return fail(decoded.status());
   decoded->request->cancel_flag = req.cancelled;
@@ -440,6 +444,98 @@ void HttpApi::HandleRepository(const HttpRequest& req, const std::vector<std::st
     return;
   }
   send(ErrorResponse(404, "Not Found"));
+}
+
+HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
+                                         const std::vector<std::string>& segs) {
+  // /v2/<kind>[/region/{r}]/(status|register|unregister)
+  const bool cuda = segs[1] == "cudasharedmemory";
+  std::optional<std::string> region;
+  size_t i = 2;
+  if (segs.size() > i + 1 && segs[i] == "region") {
+    region = PercentDecode(segs[i + 1]);
+    if (!region || region->empty()) return ErrorResponse(400, "invalid region name in the path");
+    i += 2;
+  }
+  if (segs.size() != i + 1) return ErrorResponse(404, "Not Found");
+  const std::string& action = segs[i];
+  const std::string name = region.value_or("");
+  const char* kind = cuda ? "CUDA" : "system";
+  if (action == "status") {
+    if (req.method != "GET") return ErrorResponse(405, "Method Not Allowed");
+    rapidjson::StringBuffer buf;
+    Writer w(buf);
+    w.StartArray();
+    if (cuda) {
+      // No GPU support in this build: nothing is ever registered.
+      if (!name.empty()) {
+        return ErrorResponse(404, "Unable to find cuda shared memory region: '" + name + "'");
+      }
+    } else {
+      auto status = server_.shared_memory().GetStatus(name);
+      if (!status.ok()) return FromStatus(status.status());
+      for (const auto& r : *status) {
+        w.StartObject();
+        w.Key("name");
+        w.String(r.name.c_str());
+        w.Key("key");
+        w.String(r.key.c_str());
+        w.Key("offset");
+        w.Uint64(r.offset);
+        w.Key("byte_size");
+        w.Uint64(r.byte_size);
+        w.EndObject();
+      }
+    }
+    w.EndArray();
+    return JsonResponse(200, buf);
+  }
+  if (action != "register" && action != "unregister") return ErrorResponse(404, "Not Found");
+  if (req.method != "POST") return ErrorResponse(405, "Method Not Allowed");
+  if (!server_.allow_client_shm()) {
+    return ErrorResponse(501,
+                         "Client shared memory is disabled. Start the server with "
+                         "'--allow-client-shm=true' to enable.");
+  }
+  if (action == "unregister") {
+    if (cuda) {
+      if (!name.empty()) {
+        return ErrorResponse(404, "Unable to find cuda shared memory region: '" + name + "'");
+      }
+      return HttpResponse{};
+    }
+    Status s = server_.shared_memory().Unregister(name);
+    return s.ok() ? HttpResponse{} : FromStatus(s);
+  }
+  if (name.empty()) {
+    return ErrorResponse(400, std::string("'region name' is necessary to register ") + kind +
+                                  " shared memory region");
+  }
+  if (cuda) {
+    return ErrorResponse(
+        501, "failed to register CUDA shared memory region: '" + name + "', GPUs not supported");
+  }
+  rapidjson::Document d;
+  d.Parse(req.body ? req.body->c_str() : "", req.body ? req.body->size() : 0);
+  if (d.HasParseError() || !d.IsObject()) {
+    return ErrorResponse(400, "register body must be a JSON object with 'key' and 'byte_size'");
+  }
+  if (!d.HasMember("key") || !d["key"].IsString()) {
+    return ErrorResponse(400, "register needs a 'key' string (the shared memory object name)");
+  }
+  if (!d.HasMember("byte_size") || !d["byte_size"].IsUint64()) {
+    return ErrorResponse(400, "register needs 'byte_size', a non-negative integer");
+  }
+  uint64_t offset = 0;
+  if (d.HasMember("offset")) {
+    if (!d["offset"].IsUint64()) {
+      return ErrorResponse(400, "'offset' must be a non-negative integer");
+    }
+    offset = d["offset"].GetUint64();
+  }
+  Status s = server_.shared_memory().Register(name, d["key"].GetString(), offset,
+                                              d["byte_size"].GetUint64());
+  return s.ok() ? HttpResponse{} : FromStatus(s);
 }
 
 }  // namespace inferd::http

@@ -30,6 +30,8 @@ class HttpApi {
                    std::shared_ptr<HttpResponder> responder);
   void HandleRepository(const HttpRequest& req, const std::vector<std::string>& segments,
                         std::shared_ptr<HttpResponder> responder);
+  // /v2/systemsharedmemory/... and /v2/cudasharedmemory/...
+  HttpResponse HandleSharedMemory(const HttpRequest& req, const std::vector<std::string>& segments);
 
   InferenceServer& server_;
   const HttpApiOptions options_;

@@ -213,6 +213,48 @@ bool HasSharedMemory(const Value& params) {
           params.HasMember("shared_memory_offset"));
 }
 
+struct SharedMemoryRef {
+  std::shared_ptr<SharedMemoryRegion> region;
+  uint64_t offset = 0, byte_size = 0;
+  char* data = nullptr;
+};
+
+// Parses and resolves shared_memory_region / _byte_size / _offset.
+StatusOr<SharedMemoryRef> ResolveSharedMemory(const Value& p, const std::string& where,
+                                              const SharedMemoryManager* shm) {
+  if (!p.HasMember("shared_memory_region")) {
+    return InvalidArgument(where +
+                           ": 'shared_memory_byte_size' and 'shared_memory_offset' "
+                           "need 'shared_memory_region'");
+  }
+  if (!p["shared_memory_region"].IsString()) {
+    return InvalidArgument(where + ": 'shared_memory_region' must be a string");
+  }
+  if (!p.HasMember("shared_memory_byte_size")) {
+    return InvalidArgument(where + ": 'shared_memory_region' needs 'shared_memory_byte_size'");
+  }
+  SharedMemoryRef ref;
+  auto size = GetUint(p, "shared_memory_byte_size", where);
+  if (!size.ok()) return size.status();
+  ref.byte_size = *size;
+  if (p.HasMember("shared_memory_offset")) {
+    auto off = GetUint(p, "shared_memory_offset", where);
+    if (!off.ok()) return off.status();
+    ref.offset = *off;
+  }
+  const std::string name = p["shared_memory_region"].GetString();
+  if (shm == nullptr) {
+    return InvalidArgument(where + ": shared memory is not enabled on this server");
+  }
+  auto region = shm->Find(name);
+  if (!region.ok()) return InvalidArgument(where + ": " + region.status().message());
+  auto slice = (*region)->Slice(ref.offset, ref.byte_size);
+  if (!slice.ok()) return InvalidArgument(where + ": " + slice.status().message());
+  ref.region = std::move(*region);
+  ref.data = *slice;
+  return ref;
+}
+
 }  // namespace
 
 size_t JsonNestingDepth(const char* data, size_t size, size_t limit) {
@@ -245,7 +287,8 @@ size_t JsonNestingDepth(const char* data, size_t size, size_t limit) {
 StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
                                           std::optional<size_t> header_length,
                                           const std::string& model_name, int64_t model_version,
-                                          const DecodeLimits& limits) {
+                                          const DecodeLimits& limits,
+                                          const SharedMemoryManager* shm) {
   const size_t json_len = header_length.value_or(body->size());
   if (json_len > body->size()) {
     return InvalidArgument("Inference-Header-Content-Length " + std::to_string(json_len) +
@@ -342,9 +385,11 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
                              (set.empty() ? std::string("no field is set") : "set" + set));
     }
     if (has_shm) {
-      return InvalidArgument(where + ": shared memory inputs are not enabled on this server");
-    }
-    if (has_binary) {
+      auto ref = ResolveSharedMemory(*params, where, shm);
+      if (!ref.ok()) return ref.status();
+      input.data = BufferView{ref->data, static_cast<size_t>(ref->byte_size), MemoryType::kCpu, 0};
+      req.Hold(ref->region);
+    } else if (has_binary) {
       auto size = GetUint(*params, "binary_data_size", where);
       if (!size.ok()) return size.status();
       if (*size > body->size() - offset) {
@@ -390,14 +435,29 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
         if (p.HasMember("classification")) {
           auto k = GetUint(p, "classification", "output " + Q(ro.name));
           if (!k.ok()) return k.status();
-          if (*k > 0) {
-            return InvalidArgument("output " + Q(ro.name) +
-                                   ": the classification extension is not enabled on this server");
+          if (*k > UINT32_MAX) {
+            return InvalidArgument("output " + Q(ro.name) + ": 'classification' is too large");
           }
+          ro.classification = static_cast<uint32_t>(*k);
         }
         if (HasSharedMemory(p)) {
-          return InvalidArgument("output " + Q(ro.name) +
-                                 ": shared memory outputs are not enabled on this server");
+          const std::string where = "output " + Q(ro.name);
+          if (binary) {
+            return InvalidArgument(
+                "Output can't set both 'shared_memory_region' and "
+                "'binary_data' (" +
+                where + ")");
+          }
+          if (ro.classification > 0) {
+            return InvalidArgument(
+                "Output can't set both 'shared_memory_region' and "
+                "'classification' (" +
+                where + ")");
+          }
+          auto ref = ResolveSharedMemory(p, where, shm);
+          if (!ref.ok()) return ref.status();
+          out.encoding.shared_memory[ro.name] =
+              SharedMemoryOutput{ref->region, ref->offset, ref->byte_size};
         }
       }
       out.encoding.binary[ro.name] = binary;
@@ -603,7 +663,18 @@ StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
     w.StartArray();
     for (int64_t d : o.shape) w.Int64(d);
     w.EndArray();
-    if (encoding.IsBinary(o.name)) {
+    if (auto shm = encoding.shared_memory.find(o.name); shm != encoding.shared_memory.end()) {
+      const SharedMemoryOutput& dst = shm->second;
+      if (o.buffer.size() > dst.byte_size) {
+        return InvalidArgument("shared memory size specified with the request for output '" +
+                               o.name + "' (" + std::to_string(dst.byte_size) +
+                               " bytes) should be at least " + std::to_string(o.buffer.size()) +
+                               " bytes to hold the results");
+      }
+      auto slice = dst.region->Slice(dst.offset, o.buffer.size());
+      if (!slice.ok()) return slice.status();
+      if (o.buffer.size()) std::memcpy(*slice, o.buffer.data(), o.buffer.size());
+    } else if (encoding.IsBinary(o.name)) {
       w.Key("parameters");
       w.StartObject();
       w.Key("binary_data_size");

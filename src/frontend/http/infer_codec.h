@@ -17,6 +17,7 @@
 #include "core/infer_request.h"
 #include "core/model_spec.h"
 #include "core/status.h"
+#include "shm/shm_manager.h"
 
 namespace inferd::http {
 
@@ -24,10 +25,19 @@ struct DecodeLimits {
   size_t max_json_depth = 100;  // nesting of arrays/objects in the JSON header
 };
 
-// How each output is to be returned: binary blob or JSON data.
+// An output the client asked to receive in a shared-memory region.
+struct SharedMemoryOutput {
+  std::shared_ptr<SharedMemoryRegion> region;  // keeps the mapping alive
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// How each output is to be returned: binary blob, JSON data, or written to
+// shared memory.
 struct OutputEncoding {
   std::map<std::string, bool> binary;  // outputs listed in the request
   bool binary_default = false;         // request parameter binary_data_output
+  std::map<std::string, SharedMemoryOutput> shared_memory;
   bool IsBinary(const std::string& name) const {
     auto it = binary.find(name);
     return it == binary.end() ? binary_default : it->second;
@@ -40,12 +50,15 @@ struct DecodedInfer {
 };
 
 // Decodes an infer body. `header_length` is Inference-Header-Content-Length
-// (absent: the whole body is JSON). Errors are INVALID_ARGUMENT naming the
-// offending member or tensor.
+// (absent: the whole body is JSON). Shared-memory references are resolved
+// through `shm` (nullptr: refused) and bounds-checked; the request keeps the
+// regions it reads mapped. Errors are INVALID_ARGUMENT naming the offending
+// member, tensor or region.
 StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
                                           std::optional<size_t> header_length,
                                           const std::string& model_name, int64_t model_version,
-                                          const DecodeLimits& limits);
+                                          const DecodeLimits& limits,
+                                          const SharedMemoryManager* shm = nullptr);
 
 // Decodes a raw binary request (Inference-Header-Content-Length: 0): the
 // whole body is the data of the model's only input; its shape comes from
@@ -60,7 +73,9 @@ struct EncodedResponse {
 };
 
 // Encodes a response; FP16/BF16 outputs must be binary (INVALID_ARGUMENT
-// otherwise).
+// otherwise). Outputs bound to shared memory are written there (an output
+// larger than its region slice is INVALID_ARGUMENT) and appear in the JSON
+// with name, datatype and shape only.
 StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
                                               const OutputEncoding& encoding);
 

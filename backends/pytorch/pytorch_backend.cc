@@ -1,0 +1,504 @@
+// pytorch: TorchScript models on libtorch, behind the inferd backend ABI.
+//
+// Model file: <version dir>/<default_model_filename, else model.pt>.
+// Inputs are matched to forward()'s arguments as Triton's pytorch backend
+// does: by argument name when every input name is one; else by the
+// `<name>__<index>` convention (INPUT__0, INPUT__1, ...); else in config
+// order. Sequence control inputs follow the config inputs. Outputs are the
+// elements of what forward() returns (a tensor, or a tuple or list of
+// tensors): by `<name>__<index>` when every output follows it, else in
+// config order.
+//
+// Batching: requests of a batch whose inputs have the same shape past the
+// batch dimension are concatenated along dimension 0, run once, and the
+// outputs are split back by rows. If a concatenated run fails, each of its
+// requests is run alone so that only the offending ones fail.
+//
+// Parameters (config `parameters`): INTRA_OP_THREAD_COUNT (default: the
+// hardware threads divided by the model's instance count, at least 1),
+// INTER_OP_THREAD_COUNT (process-wide, first setting wins), INFERENCE_MODE
+// (default true: c10::InferenceMode; false: no-grad mode only).
+//
+// Errors: whatever libtorch throws while running a request becomes that
+// request's error (INVALID_ARGUMENT: the model rejected its inputs; the
+// message is the operator's, without the TorchScript traceback); a model
+// that produces the wrong outputs is INTERNAL. Nothing is thrown across the
+// ABI (backend_util.h guards every entry point).
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "common/backend_util.h"
+
+namespace {
+
+using namespace inferd_backend;
+
+std::optional<at::ScalarType> TorchType(InferdDataType t) {
+  switch (t) {
+    case INFERD_TYPE_BOOL:
+      return at::kBool;
+    case INFERD_TYPE_UINT8:
+      return at::kByte;
+    case INFERD_TYPE_INT8:
+      return at::kChar;
+    case INFERD_TYPE_INT16:
+      return at::kShort;
+    case INFERD_TYPE_INT32:
+      return at::kInt;
+    case INFERD_TYPE_INT64:
+      return at::kLong;
+    case INFERD_TYPE_FP16:
+      return at::kHalf;
+    case INFERD_TYPE_BF16:
+      return at::kBFloat16;
+    case INFERD_TYPE_FP32:
+      return at::kFloat;
+    case INFERD_TYPE_FP64:
+      return at::kDouble;
+    default:
+      return std::nullopt;  // UINT16/32/64 and BYTES have no libtorch type
+  }
+}
+
+// The useful part of a libtorch message: the last "...Error: ..." line of
+// a TorchScript traceback, or the first line.
+std::string TorchMessage(const std::exception& e) {
+  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+  std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
+  std::istringstream lines(m);
+  std::string line, first, last_error;
+  while (std::getline(lines, line)) {
+    if (first.empty() && !line.empty()) first = line;
+    if (line.find("Error: ") != std::string::npos) last_error = line;
+  }
+  std::string out = !last_error.empty() ? last_error : first;
+  if (out.size() > 400) out = out.substr(0, 400) + "...";
+  return out;
+}
+
+// "<name>__<n>" -> n.
+std::optional<size_t> ConventionIndex(const std::string& name) {
+  const auto pos = name.rfind("__");
+  if (pos == std::string::npos || pos + 2 >= name.size()) return std::nullopt;
+  size_t n = 0;
+  for (size_t i = pos + 2; i < name.size(); ++i) {
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
+    n = n * 10 + static_cast<size_t>(name[i] - '0');
+    if (n > 10000) return std::nullopt;
+  }
+  return n;
+}
+
+struct Binding {
+  std::string name;
+  InferdDataType datatype;
+  at::ScalarType torch_type;
+  size_t position;  // forward() argument, or element of its result
+  bool optional = false;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) Fail(INFERD_ERROR_NOT_FOUND, "model file '" + path + "' does not exist or is unreadable");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+torch::jit::Module LoadModule(const std::string& bytes, const std::string& path,
+                              const c10::Device& device) {
+  try {
+    std::istringstream in(bytes);
+    auto m = torch::jit::load(in, device);
+    m.eval();
+    return m;
+  } catch (const c10::Error& e) {
+    ThrowInvalidArgument("cannot load TorchScript model '" + path + "': " + TorchMessage(e));
+  }
+}
+
+class PyTorchModel {
+ public:
+  explicit PyTorchModel(const InferdModelInfo& info)
+      : name_(info.name), batching_(info.max_batch_size > 0) {
+    const std::string file = info.default_model_filename && *info.default_model_filename
+                                 ? info.default_model_filename
+                                 : "model.pt";
+    path_ = std::string(info.version_directory) + "/" + file;
+    bytes_ = ReadFile(path_);
+    first_ = LoadModule(bytes_, path_, c10::Device(c10::kCPU));
+
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const int64_t per_instance = std::max<int64_t>(1, hw / std::max(1u, info.instance_count));
+    intra_threads_ =
+        static_cast<int>(IntParameter(info, "INTRA_OP_THREAD_COUNT", per_instance, 1, 1024));
+    inference_mode_ = BoolParameter(info, "INFERENCE_MODE", true);
+    if (const int64_t inter = IntParameter(info, "INTER_OP_THREAD_COUNT", 0, 0, 1024); inter > 0) {
+      try {
+        at::set_num_interop_threads(static_cast<int>(inter));
+      } catch (const c10::Error&) {
+        Host().log(INFERD_LOG_WARNING,
+                   ("pytorch: model '" + name_ +
+                    "': INTER_OP_THREAD_COUNT ignored, the inter-op pool is already running")
+                       .c_str());
+      }
+    }
+    BindInputs(info);
+    BindOutputs(info);
+  }
+
+  const std::string& name() const { return name_; }
+  const std::string& path() const { return path_; }
+  const std::string& bytes() const { return bytes_; }
+  bool batching() const { return batching_; }
+  int intra_threads() const { return intra_threads_; }
+  bool inference_mode() const { return inference_mode_; }
+  const std::vector<Binding>& inputs() const { return inputs_; }  // in forward() order
+  const std::vector<Binding>& outputs() const { return outputs_; }
+  size_t argument_count() const { return inputs_.size(); }
+
+  // The module loaded to check the model, handed to the first CPU instance.
+  std::optional<torch::jit::Module> TakeFirstModule() {
+    std::optional<torch::jit::Module> m;
+    m.swap(first_);
+    return m;
+  }
+
+ private:
+  void BindInputs(const InferdModelInfo& info) {
+    std::vector<Binding> in;
+    auto add = [&](const char* name, InferdDataType t, bool optional) {
+      auto tt = TorchType(t);
+      if (!tt) {
+        ThrowInvalidArgument(std::string("pytorch backend: input '") + name + "' has datatype " +
+                             TypeName(t) + ", which libtorch has no type for");
+      }
+      in.push_back(Binding{name, t, *tt, 0, optional});
+    };
+    for (uint32_t i = 0; i < info.input_count; ++i) {
+      add(info.inputs[i].name, info.inputs[i].datatype, info.inputs[i].optional != 0);
+    }
+    for (uint32_t i = 0; i < info.control_count; ++i) {
+      add(info.controls[i].name, info.controls[i].datatype, false);
+    }
+    const auto& args = first_->get_method("forward").function().getSchema().arguments();
+    std::vector<std::string> names;
+    for (size_t i = 1; i < args.size(); ++i) names.push_back(args[i].name());  // 0 is self
+    if (names.size() != in.size()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      ThrowInvalidArgument("pytorch backend: forward(" + list + ") of '" + path_ + "' takes " +
+                           std::to_string(names.size()) + " inputs, the config gives " +
+                           std::to_string(in.size()));
+    }
+    const bool by_name = std::all_of(in.begin(), in.end(), [&](const Binding& b) {
+      return std::find(names.begin(), names.end(), b.name) != names.end();
+    });
+    const bool by_convention = std::all_of(in.begin(), in.end(), [&](const Binding& b) {
+      auto i = ConventionIndex(b.name);
+      return i && *i < in.size();
+    });
+    std::vector<bool> taken(in.size(), false);
+    for (size_t i = 0; i < in.size(); ++i) {
+      size_t pos = i;
+      if (by_name) {
+        pos =
+            static_cast<size_t>(std::find(names.begin(), names.end(), in[i].name) - names.begin());
+      } else if (by_convention) {
+        pos = *ConventionIndex(in[i].name);
+      }
+      if (taken[pos])
+        ThrowInvalidArgument("pytorch backend: two inputs map to forward() argument " +
+                             std::to_string(pos));
+      taken[pos] = true;
+      in[i].position = pos;
+    }
+    std::sort(in.begin(), in.end(),
+              [](const Binding& a, const Binding& b) { return a.position < b.position; });
+    inputs_ = std::move(in);
+  }
+
+  void BindOutputs(const InferdModelInfo& info) {
+    const bool by_convention =
+        std::all_of(info.outputs, info.outputs + info.output_count,
+                    [](const InferdTensorSpec& t) { return ConventionIndex(t.name).has_value(); });
+    for (uint32_t i = 0; i < info.output_count; ++i) {
+      const auto& t = info.outputs[i];
+      auto tt = TorchType(t.datatype);
+      if (!tt) {
+        ThrowInvalidArgument(std::string("pytorch backend: output '") + t.name + "' has datatype " +
+                             TypeName(t.datatype) + ", which libtorch has no type for");
+      }
+      outputs_.push_back(
+          Binding{t.name, t.datatype, *tt, by_convention ? *ConventionIndex(t.name) : i, false});
+    }
+  }
+
+  std::string name_, path_, bytes_;
+  bool batching_;
+  int intra_threads_ = 1;
+  bool inference_mode_ = true;
+  std::optional<torch::jit::Module> first_;
+  std::vector<Binding> inputs_, outputs_;
+};
+
+// One request's view during execution.
+struct Item {
+  Request request;
+  std::vector<InferdTensor> inputs;  // in forward() order
+  int64_t rows = 0;                  // batch size of the request (batching models)
+  bool failed = false;
+};
+
+class PyTorchInstance {
+ public:
+  PyTorchInstance(PyTorchModel& model, const InferdInstanceInfo& info)
+      : model_(model), device_(c10::kCPU) {
+    if (info.kind == INFERD_INSTANCE_GPU) {
+      if (!at::hasCUDA()) {
+        Fail(INFERD_ERROR_UNAVAILABLE, std::string("instance '") + info.name +
+                                           "' is KIND_GPU but this libtorch has no CUDA device");
+      }
+      device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(info.device_id));
+    }
+    auto first = device_.is_cpu() ? model.TakeFirstModule() : std::nullopt;
+    module_ = first ? std::move(*first) : LoadModule(model.bytes(), model.path(), device_);
+  }
+
+  void Execute(InferdRequest* const* requests, uint32_t n) {
+    SetThreads();
+    std::optional<c10::InferenceMode> inference;
+    std::optional<at::NoGradGuard> no_grad;
+    if (model_.inference_mode()) {
+      inference.emplace();
+    } else {
+      no_grad.emplace();
+    }
+    std::vector<Item> items;
+    items.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      Item item{Request(requests[i]), {}, 0, false};
+      InferdError* e = Guard([&] { Gather(item); });
+      if (e != nullptr) {
+        Host().request_set_error(requests[i], e);
+        continue;
+      }
+      items.push_back(std::move(item));
+    }
+    if (!model_.batching()) {
+      for (auto& item : items) Run({&item});
+      return;
+    }
+    // Requests whose inputs agree past the batch dimension run together.
+    std::map<std::vector<int64_t>, std::vector<Item*>> groups;
+    for (auto& item : items) groups[Signature(item)].push_back(&item);
+    for (auto& [signature, group] : groups) {
+      if (!Run(group) && group.size() > 1) {
+        for (Item* item : group) Run({item});
+      }
+    }
+  }
+
+ private:
+  void SetThreads() {
+    // Intra-op threads are per calling thread under OpenMP: set them on this
+    // instance's thread, once.
+    thread_local int current = 0;
+    if (current != model_.intra_threads()) {
+      at::set_num_threads(model_.intra_threads());
+      current = model_.intra_threads();
+    }
+  }
+
+  void Gather(Item& item) const {
+    for (const auto& b : model_.inputs()) {
+      InferdTensor t{};
+      if (!item.request.FindInput(b.name.c_str(), &t)) {
+        ThrowInvalidArgument("the model needs input '" + b.name +
+                             "' (forward() has no default for it)");
+      }
+      if (t.memory_type != INFERD_MEMORY_CPU) {
+        Fail(INFERD_ERROR_UNIMPLEMENTED, "input '" + b.name + "' is not in CPU memory");
+      }
+      if (model_.batching()) {
+        if (t.dims_count == 0)
+          ThrowInvalidArgument("input '" + b.name + "' has no batch dimension");
+        if (item.inputs.empty()) {
+          item.rows = t.shape[0];
+        } else if (t.shape[0] != item.rows) {
+          ThrowInvalidArgument("input '" + b.name + "' has batch size " +
+                               std::to_string(t.shape[0]) + ", other inputs " +
+                               std::to_string(item.rows));
+        }
+      }
+      item.inputs.push_back(t);
+    }
+  }
+
+  static std::vector<int64_t> Signature(const Item& item) {
+    std::vector<int64_t> s;
+    for (const auto& t : item.inputs) {
+      s.push_back(t.dims_count);
+      s.insert(s.end(), t.shape + 1, t.shape + t.dims_count);
+    }
+    return s;
+  }
+
+  // Runs `group` as one batch; false if libtorch failed it (each request of
+  // a failed single-request group has its error set).
+  bool Run(const std::vector<Item*>& group) {
+    const bool single = group.size() == 1;
+    std::string error;
+    InferdErrorCode code = INFERD_ERROR_INVALID_ARGUMENT;
+    try {
+      std::vector<c10::IValue> args;
+      args.reserve(model_.inputs().size());
+      for (size_t i = 0; i < model_.inputs().size(); ++i) args.emplace_back(Concat(group, i));
+      c10::IValue result = module_.forward(args);
+      Scatter(group, result);
+      return true;
+    } catch (const BackendError& e) {
+      code = e.code();
+      error = e.what();
+    } catch (const std::bad_alloc&) {
+      code = INFERD_ERROR_RESOURCE_EXHAUSTED;
+      error = "out of memory running the model";
+    } catch (const std::exception& e) {
+      // The TorchScript interpreter rethrows what an operator raised as a
+      // std::runtime_error carrying the script's traceback.
+      error = "the model rejected the request: " + TorchMessage(e);
+    }
+    if (single) group[0]->request.SetError(code, error);
+    return false;
+  }
+
+  at::Tensor Concat(const std::vector<Item*>& group, size_t input) const {
+    const Binding& b = model_.inputs()[input];
+    const InferdTensor& first = group[0]->inputs[input];
+    std::vector<int64_t> shape(first.shape, first.shape + first.dims_count);
+    const auto options = at::TensorOptions().dtype(b.torch_type);
+    at::Tensor t;
+    if (group.size() == 1) {
+      // No copy: a view of the request's bytes, alive until execute returns.
+      CheckBytes(first, shape, b);
+      t = at::from_blob(const_cast<void*>(first.buffer), shape, options);
+    } else {
+      int64_t rows = 0;
+      for (const Item* item : group) rows += item->rows;
+      shape[0] = rows;
+      t = at::empty(shape, options);
+      char* dst = static_cast<char*>(t.data_ptr());
+      for (const Item* item : group) {
+        const InferdTensor& in = item->inputs[input];
+        CheckBytes(in, std::vector<int64_t>(in.shape, in.shape + in.dims_count), b);
+        std::memcpy(dst, in.buffer, in.byte_size);
+        dst += in.byte_size;
+      }
+    }
+    return device_.is_cpu() ? t : t.to(device_);
+  }
+
+  static void CheckBytes(const InferdTensor& t, const std::vector<int64_t>& shape,
+                         const Binding& b) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    if (static_cast<uint64_t>(n) * TypeSize(b.datatype) != t.byte_size) {
+      ThrowInvalidArgument("input '" + b.name + "': " + std::to_string(t.byte_size) +
+                           " bytes do not fit shape " + ShapeString(shape));
+    }
+  }
+
+  std::vector<at::Tensor> Results(const c10::IValue& result) const {
+    std::vector<at::Tensor> out;
+    if (result.isTensor()) {
+      out.push_back(result.toTensor());
+    } else if (result.isTuple()) {
+      for (const auto& e : result.toTupleRef().elements()) {
+        if (!e.isTensor())
+          Fail(INFERD_ERROR_INTERNAL, "forward() returned a tuple with a non-tensor");
+        out.push_back(e.toTensor());
+      }
+    } else if (result.isTensorList()) {
+      for (const at::Tensor& t : result.toTensorVector()) out.push_back(t);
+    } else {
+      Fail(INFERD_ERROR_INTERNAL,
+           "forward() must return a tensor or a tuple or list of tensors, "
+           "returned " +
+               result.tagKind());
+    }
+    return out;
+  }
+
+  void Scatter(const std::vector<Item*>& group, const c10::IValue& result) const {
+    const auto tensors = Results(result);
+    int64_t rows = 0;
+    for (const Item* item : group) rows += item->rows;
+    // Check every output before writing any.
+    std::vector<at::Tensor> outs;
+    for (const auto& b : model_.outputs()) {
+      if (b.position >= tensors.size()) {
+        Fail(INFERD_ERROR_INTERNAL,
+             "output '" + b.name + "' is result " + std::to_string(b.position) +
+                 " of forward(), which returned " + std::to_string(tensors.size()));
+      }
+      at::Tensor t = tensors[b.position];
+      if (t.scalar_type() != b.torch_type) {
+        Fail(INFERD_ERROR_INTERNAL, "output '" + b.name + "': the config says " +
+                                        TypeName(b.datatype) + ", the model returned " +
+                                        std::string(c10::toString(t.scalar_type())));
+      }
+      if (model_.batching() && (t.dim() == 0 || t.size(0) != rows)) {
+        Fail(INFERD_ERROR_INTERNAL, "output '" + b.name + "' has shape " +
+                                        ShapeString(t.sizes().vec()) + ", expected " +
+                                        std::to_string(rows) + " rows (the batch size)");
+      }
+      outs.push_back(t.to(c10::kCPU).contiguous());
+    }
+    // Then each request takes its rows; a failure here (out of memory) fails
+    // that request alone.
+    int64_t row = 0;
+    for (const Item* item : group) {
+      InferdError* e = Guard([&] {
+        for (size_t o = 0; o < outs.size(); ++o) {
+          const Binding& b = model_.outputs()[o];
+          if (!item->request.OutputRequested(b.name.c_str())) continue;
+          const at::Tensor& t = outs[o];
+          std::vector<int64_t> shape = t.sizes().vec();
+          const size_t element = TypeSize(b.datatype);
+          size_t bytes = static_cast<size_t>(t.numel()) * element;
+          const char* src = static_cast<const char*>(t.data_ptr());
+          if (model_.batching()) {
+            const size_t row_bytes = rows > 0 ? static_cast<size_t>(t.numel() / rows) * element : 0;
+            shape[0] = item->rows;
+            bytes = row_bytes * static_cast<size_t>(item->rows);
+            src += row_bytes * static_cast<size_t>(row);
+          }
+          void* dst = item->request.AllocateOutput(b.name.c_str(), b.datatype, shape, bytes);
+          if (bytes) std::memcpy(dst, src, bytes);
+        }
+      });
+      if (e != nullptr) Host().request_set_error(item->request.get(), e);
+      row += item->rows;
+    }
+  }
+
+  const PyTorchModel& model_;
+  c10::Device device_;
+  torch::jit::Module module_;
+};
+
+}  // namespace
+
+extern "C" INFERD_BACKEND_EXPORT const InferdBackendApi* inferd_backend_entry(uint32_t) {
+  return &BackendTable<PyTorchModel, PyTorchInstance>::kApi;
+}

@@ -1,0 +1,20 @@
+/* A backend built for an ABI version this server does not speak. Tests load
+ * it to check that the server refuses it with a clear reason and without
+ * calling anything but the entry point. */
+#include <inferd/backend.h>
+#include <stdlib.h>
+
+static InferdError* Initialize(const InferdHostApi* host, void** state) {
+  (void)host;
+  (void)state;
+  abort(); /* must never be called */
+}
+
+static const InferdBackendApi kApi = {
+    INFERD_BACKEND_ABI_VERSION + 41, Initialize, NULL, NULL, NULL, NULL, NULL, NULL,
+};
+
+INFERD_BACKEND_EXPORT const InferdBackendApi* inferd_backend_entry(uint32_t host_abi_version) {
+  (void)host_abi_version;
+  return &kApi;
+}

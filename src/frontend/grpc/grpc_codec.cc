@@ -1,0 +1,386 @@
+#include "frontend/grpc/grpc_codec.h"
+
+#include <bit>
+#include <charconv>
+#include <cstring>
+
+#include "core/bytes_tensor.h"
+
+namespace inferd::grpc_frontend {
+namespace {
+
+// Typed contents are referenced in place when their element layout is the
+// tensor's: little-endian, and a bool is one byte holding 0 or 1.
+static_assert(std::endian::native == std::endian::little, "typed contents are viewed in place");
+static_assert(sizeof(bool) == 1, "BOOL contents are viewed in place");
+
+using inference::InferParameter;
+using inference::InferTensorContents;
+using inference::ModelInferRequest;
+using ParamMap = google::protobuf::Map<std::string, InferParameter>;
+
+std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+const char* ParameterKind(const InferParameter& p) {
+  switch (p.parameter_choice_case()) {
+    case InferParameter::kBoolParam:
+      return "bool_param";
+    case InferParameter::kInt64Param:
+      return "int64_param";
+    case InferParameter::kStringParam:
+      return "string_param";
+    case InferParameter::kDoubleParam:
+      return "double_param";
+    case InferParameter::kUint64Param:
+      return "uint64_param";
+    default:
+      return "no value";
+  }
+}
+
+Status WrongKind(const std::string& key, const char* expected, const InferParameter& p) {
+  return InvalidArgument("invalid value type for '" + key + "' parameter, expected " + expected +
+                         ", got " + ParameterKind(p));
+}
+
+bool IsSharedMemoryKey(const std::string& key) {
+  return key == "shared_memory_region" || key == "shared_memory_byte_size" ||
+         key == "shared_memory_offset";
+}
+
+Status DecodeRequestParameters(const ParamMap& params, InferRequest& req,
+                               DecodedInferRequest& out) {
+  for (const auto& [key, p] : params) {
+    const auto kind = p.parameter_choice_case();
+    if (key == "sequence_id") {
+      if (kind == InferParameter::kInt64Param) {
+        // Triton reads the int64 as the unsigned correlation id; 0 is none.
+        if (p.int64_param() != 0) req.correlation_id = static_cast<uint64_t>(p.int64_param());
+      } else if (kind == InferParameter::kStringParam) {
+        if (!p.string_param().empty()) req.correlation_id = p.string_param();
+      } else {
+        return WrongKind(key, "int64_param or string_param", p);
+      }
+    } else if (key == "sequence_start" || key == "sequence_end") {
+      if (kind != InferParameter::kBoolParam) return WrongKind(key, "bool_param", p);
+      (key == "sequence_start" ? req.sequence_start : req.sequence_end) = p.bool_param();
+    } else if (key == "priority") {
+      if (kind == InferParameter::kInt64Param) {
+        if (p.int64_param() < 0) {
+          return InvalidArgument("invalid value for 'priority' parameter, expected >= 0, got " +
+                                 std::to_string(p.int64_param()));
+        }
+        req.priority = static_cast<uint64_t>(p.int64_param());
+      } else if (kind == InferParameter::kUint64Param) {
+        req.priority = p.uint64_param();
+      } else {
+        return WrongKind(key, "int64_param or uint64_param", p);
+      }
+    } else if (key == "timeout") {
+      if (kind != InferParameter::kInt64Param) return WrongKind(key, "int64_param", p);
+      if (p.int64_param() < 0) {
+        return InvalidArgument("invalid value for 'timeout' parameter, expected >= 0, got " +
+                               std::to_string(p.int64_param()));
+      }
+      req.timeout_us = static_cast<uint64_t>(p.int64_param());
+    } else if (key == "triton_enable_empty_final_response") {
+      if (kind != InferParameter::kBoolParam) return WrongKind(key, "bool_param", p);
+      out.enable_empty_final_response = p.bool_param();
+    } else if (key.starts_with("triton_")) {
+      return InvalidArgument("parameter " + Q(key) +
+                             ": keys starting with 'triton_' are reserved for Triton usage and "
+                             "should not be specified");
+    } else {
+      switch (kind) {
+        case InferParameter::kBoolParam:
+          req.parameters[key] = p.bool_param();
+          break;
+        case InferParameter::kInt64Param:
+          req.parameters[key] = p.int64_param();
+          break;
+        case InferParameter::kStringParam:
+          req.parameters[key] = p.string_param();
+          break;
+        case InferParameter::kDoubleParam:
+          req.parameters[key] = p.double_param();
+          break;
+        default:
+          return InvalidArgument("parameter " + Q(key) + " has " + ParameterKind(p) +
+                                 "; custom parameters take bool_param, int64_param, "
+                                 "string_param or double_param");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The typed field a datatype's contents travel in; nullptr for FP16/BF16.
+const char* ContentsFieldFor(DataType t) {
+  switch (t) {
+    case DataType::kBool:
+      return "bool_contents";
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+      return "int_contents";
+    case DataType::kInt64:
+      return "int64_contents";
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+      return "uint_contents";
+    case DataType::kUint64:
+      return "uint64_contents";
+    case DataType::kFp32:
+      return "fp32_contents";
+    case DataType::kFp64:
+      return "fp64_contents";
+    case DataType::kBytes:
+      return "bytes_contents";
+    default:
+      return nullptr;
+  }
+}
+
+template <typename T>
+BufferView ViewOf(const google::protobuf::RepeatedField<T>& field) {
+  return BufferView{reinterpret_cast<const char*>(field.data()),
+                    static_cast<size_t>(field.size()) * sizeof(T), MemoryType::kCpu, 0};
+}
+
+template <typename Narrow, typename Wide>
+BufferView Narrowed(const google::protobuf::RepeatedField<Wide>& field, InferRequest& req) {
+  const size_t n = static_cast<size_t>(field.size());
+  char* buf = req.Allocate(n * sizeof(Narrow));
+  for (size_t i = 0; i < n; ++i) {
+    const Narrow v = static_cast<Narrow>(field.Get(static_cast<int>(i)));  // low bytes
+    std::memcpy(buf + i * sizeof(Narrow), &v, sizeof(Narrow));
+  }
+  return BufferView{buf, n * sizeof(Narrow), MemoryType::kCpu, 0};
+}
+
+// Converts typed contents into the input's data (a view into the message
+// where the layout allows, else a request-owned buffer).
+Status DecodeContents(const InferTensorContents& c, const std::string& model, InferInput& input,
+                      InferRequest& req) {
+  const char* expected = ContentsFieldFor(input.datatype);
+  const std::pair<const char*, int> populated[] = {
+      {"bool_contents", c.bool_contents_size()},     {"int_contents", c.int_contents_size()},
+      {"int64_contents", c.int64_contents_size()},   {"uint_contents", c.uint_contents_size()},
+      {"uint64_contents", c.uint64_contents_size()}, {"fp32_contents", c.fp32_contents_size()},
+      {"fp64_contents", c.fp64_contents_size()},     {"bytes_contents", c.bytes_contents_size()},
+  };
+  const std::string type(DataTypeToProtocol(input.datatype));
+  if (expected == nullptr) {
+    return InvalidArgument("input " + Q(input.name) + " for model " + Q(model) + ": " + type +
+                           " data has no typed 'contents' field; send it in raw_input_contents");
+  }
+  for (const auto& [field, count] : populated) {
+    if (count > 0 && std::strcmp(field, expected) != 0) {
+      return InvalidArgument("unexpected explicit tensor data for input tensor " + Q(input.name) +
+                             " for model " + Q(model) + ": " + field + " given for datatype " +
+                             type + ", expected " + expected);
+    }
+  }
+  switch (input.datatype) {
+    case DataType::kBool:
+      input.data = ViewOf(c.bool_contents());
+      break;
+    case DataType::kInt8:
+      input.data = Narrowed<int8_t>(c.int_contents(), req);
+      break;
+    case DataType::kInt16:
+      input.data = Narrowed<int16_t>(c.int_contents(), req);
+      break;
+    case DataType::kInt32:
+      input.data = ViewOf(c.int_contents());
+      break;
+    case DataType::kInt64:
+      input.data = ViewOf(c.int64_contents());
+      break;
+    case DataType::kUint8:
+      input.data = Narrowed<uint8_t>(c.uint_contents(), req);
+      break;
+    case DataType::kUint16:
+      input.data = Narrowed<uint16_t>(c.uint_contents(), req);
+      break;
+    case DataType::kUint32:
+      input.data = ViewOf(c.uint_contents());
+      break;
+    case DataType::kUint64:
+      input.data = ViewOf(c.uint64_contents());
+      break;
+    case DataType::kFp32:
+      input.data = ViewOf(c.fp32_contents());
+      break;
+    case DataType::kFp64:
+      input.data = ViewOf(c.fp64_contents());
+      break;
+    case DataType::kBytes: {
+      size_t total = 0;
+      for (const auto& e : c.bytes_contents()) total += 4 + e.size();
+      auto serialised = std::make_shared<std::string>();
+      serialised->reserve(total);
+      for (const auto& e : c.bytes_contents()) AppendBytesElement(*serialised, e);
+      input.data = BufferView{serialised->data(), serialised->size(), MemoryType::kCpu, 0};
+      req.Hold(std::move(serialised));
+      break;
+    }
+    default:
+      return Internal("unhandled datatype " + type);
+  }
+  return Status::Ok();
+}
+
+Status CheckInputParameters(const ParamMap& params, const std::string& name) {
+  for (const auto& [key, p] : params) {
+    if (IsSharedMemoryKey(key)) {
+      return InvalidArgument("input " + Q(name) + ": shared memory not enabled on this server (" +
+                             key + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status DecodeRequestedOutput(const ModelInferRequest::InferRequestedOutputTensor& o,
+                             RequestedOutput& out) {
+  out.name = o.name();
+  for (const auto& [key, p] : o.parameters()) {
+    if (key == "classification") {
+      if (p.parameter_choice_case() != InferParameter::kInt64Param) {
+        return InvalidArgument("output " + Q(out.name) +
+                               ": invalid value type for 'classification' parameter, expected "
+                               "int64_param, got " +
+                               ParameterKind(p));
+      }
+      if (p.int64_param() < 0) {
+        return InvalidArgument("output " + Q(out.name) +
+                               ": invalid value for 'classification' parameter, expected >= 0");
+      }
+      // TODO(classification): the core does not produce class strings yet.
+      if (p.int64_param() > 0) {
+        return InvalidArgument("output " + Q(out.name) +
+                               ": the classification extension is not enabled on this server");
+      }
+    } else if (IsSharedMemoryKey(key)) {
+      return InvalidArgument("output " + Q(out.name) +
+                             ": shared memory not enabled on this server (" + key + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<int64_t> ParseModelVersion(std::string_view version) {
+  if (version.empty()) return int64_t{-1};
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(version.data(), version.data() + version.size(), v);
+  if (ec != std::errc() || p != version.data() + version.size() || v < 0) {
+    return InvalidArgument("failed to get model version from specified version string " +
+                           Q(version) +
+                           ": a version is a non-negative integer, or empty for the latest");
+  }
+  return v;
+}
+
+StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInferRequest> message) {
+  const ModelInferRequest& m = *message;
+  auto version = ParseModelVersion(m.model_version());
+  if (!version.ok()) return version.status();
+
+  DecodedInferRequest out;
+  out.request = std::make_unique<InferRequest>();
+  InferRequest& req = *out.request;
+  req.model_name = m.model_name();
+  req.model_version = *version;
+  req.id = m.id();
+  INFERD_RETURN_IF_ERROR(DecodeRequestParameters(m.parameters(), req, out));
+
+  const int raw_count = m.raw_input_contents_size();
+  int next_raw = 0;
+  req.inputs.reserve(static_cast<size_t>(m.inputs_size()));
+  for (const auto& in : m.inputs()) {
+    InferInput input;
+    input.name = in.name();
+    input.datatype = DataTypeFromProtocol(in.datatype());
+    if (input.datatype == DataType::kInvalid) {
+      return InvalidArgument("input " + Q(input.name) + " for model " + Q(m.model_name()) +
+                             " has unknown datatype " + Q(in.datatype()));
+    }
+    input.shape.assign(in.shape().begin(), in.shape().end());
+    INFERD_RETURN_IF_ERROR(CheckInputParameters(in.parameters(), input.name));
+    if (in.has_contents()) {
+      if (raw_count > 0) {
+        return InvalidArgument(
+            "contents field must not be specified when using "
+            "raw_input_contents for " +
+            Q(input.name) + " for model " + Q(m.model_name()));
+      }
+      INFERD_RETURN_IF_ERROR(DecodeContents(in.contents(), m.model_name(), input, req));
+    } else {
+      if (next_raw >= raw_count) {
+        return InvalidArgument(
+            "unable to find data for input tensor " + Q(input.name) + " for model " +
+            Q(m.model_name()) + " in request: no typed contents and no raw_input_contents entry " +
+            std::to_string(next_raw) + " (the request has " + std::to_string(raw_count) + ")");
+      }
+      const std::string& raw = m.raw_input_contents(next_raw++);
+      input.data = BufferView{raw.data(), raw.size(), MemoryType::kCpu, 0};
+    }
+    req.inputs.push_back(std::move(input));
+  }
+  if (next_raw != raw_count) {
+    return InvalidArgument("unexpected raw_input_contents for model " + Q(m.model_name()) + ": " +
+                           std::to_string(raw_count) + " entries given, but " +
+                           std::to_string(next_raw) + " input(s) take raw contents");
+  }
+
+  req.outputs.reserve(static_cast<size_t>(m.outputs_size()));
+  for (const auto& o : m.outputs()) {
+    RequestedOutput ro;
+    INFERD_RETURN_IF_ERROR(DecodeRequestedOutput(o, ro));
+    req.outputs.push_back(std::move(ro));
+  }
+  req.Hold(std::move(message));
+  return out;
+}
+
+void EncodeInferResponse(const InferResponse& response, inference::ModelInferResponse* out) {
+  out->Clear();
+  out->set_model_name(response.model_name);
+  out->set_model_version(std::to_string(response.model_version));
+  out->set_id(response.id);
+  auto& params = *out->mutable_parameters();
+  for (const auto& [key, value] : response.parameters) {
+    InferParameter& p = params[key];
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, bool>) {
+            p.set_bool_param(v);
+          } else if constexpr (std::is_same_v<T, int64_t>) {
+            p.set_int64_param(v);
+          } else if constexpr (std::is_same_v<T, uint64_t>) {
+            p.set_uint64_param(v);
+          } else if constexpr (std::is_same_v<T, double>) {
+            p.set_double_param(v);
+          } else {
+            p.set_string_param(v);
+          }
+        },
+        value);
+  }
+  out->mutable_outputs()->Reserve(static_cast<int>(response.outputs.size()));
+  out->mutable_raw_output_contents()->Reserve(static_cast<int>(response.outputs.size()));
+  for (const InferOutput& o : response.outputs) {
+    auto* t = out->add_outputs();
+    t->set_name(o.name);
+    t->set_datatype(std::string(DataTypeToProtocol(o.datatype)));
+    t->mutable_shape()->Add(o.shape.begin(), o.shape.end());
+    std::string* raw = out->add_raw_output_contents();
+    if (o.buffer.size() > 0) raw->assign(o.buffer.data(), o.buffer.size());
+  }
+}
+
+}  // namespace inferd::grpc_frontend

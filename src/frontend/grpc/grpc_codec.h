@@ -1,0 +1,60 @@
+// The gRPC inference codec: inference.ModelInferRequest -> core InferRequest
+// and core InferResponse -> inference.ModelInferResponse. Pure functions (no
+// gRPC calls, no server), so they are easy to test and fuzz.
+//
+// Only a codec: it reads the wire format (data sources, typed contents,
+// reserved parameters). Everything checked against the model (input names,
+// datatypes, shapes, byte sizes, batch size, output names) is the core's
+// ValidateRequest, which InferenceServer::Infer runs.
+//
+// Zero copy: raw_input_contents (and typed contents whose element layout is
+// the tensor's) are referenced, not copied; the decoded request keeps the
+// message alive with InferRequest::Hold. Only narrowed integers (INT8/16,
+// UINT8/16 from 32-bit fields) and BYTES (re-serialised with 4-byte
+// little-endian length prefixes) are converted into request-owned buffers.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "core/infer_request.h"
+#include "core/status.h"
+#include "grpc_service.pb.h"
+
+namespace inferd::grpc_frontend {
+
+// Core codes are gRPC codes: the mapping is by value.
+inline ::grpc::Status ToGrpcStatus(const Status& s) {
+  return s.ok() ? ::grpc::Status::OK
+                : ::grpc::Status(static_cast<::grpc::StatusCode>(s.code()), s.message());
+}
+
+// A model version string: "" is -1 (latest ready version); otherwise a
+// decimal integer >= 0. Anything else (sign, spaces, overflow) is
+// INVALID_ARGUMENT.
+StatusOr<int64_t> ParseModelVersion(std::string_view version);
+
+struct DecodedInferRequest {
+  std::unique_ptr<InferRequest> request;
+  // triton_enable_empty_final_response (decoupled models on streams).
+  bool enable_empty_final_response = false;
+};
+
+// Decodes a request. Per input, in order: `contents` (typed, must match the
+// datatype) or else the next raw_input_contents entry; mixing the two,
+// missing or unused raw entries, unknown datatypes, shared-memory and
+// classification parameters, reserved `triton_*` keys and mistyped reserved
+// parameters are INVALID_ARGUMENT naming the tensor or key. `message` must not
+// be modified afterwards; the returned request shares its ownership.
+StatusOr<DecodedInferRequest> DecodeInferRequest(
+    std::shared_ptr<const inference::ModelInferRequest> message);
+
+// Encodes a response into `out` (cleared first): one outputs[i] and one
+// raw_output_contents[i] per output, in order; `contents` is never used.
+// Response parameters become typed InferParameters.
+void EncodeInferResponse(const InferResponse& response, inference::ModelInferResponse* out);
+
+}  // namespace inferd::grpc_frontend

@@ -1,0 +1,106 @@
+#include "frontend/grpc/grpc_server.h"
+
+#include <absl/synchronization/mutex.h>
+#include <grpcpp/grpcpp.h>
+
+#include <mutex>
+
+#include "frontend/grpc/grpc_services.h"
+
+namespace inferd::grpc_frontend {
+
+namespace {
+
+// "host:port", with IPv6 literals bracketed.
+std::string HostPort(const std::string& address, int port) {
+  const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
+  return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+}  // namespace
+
+class GrpcServer::Impl {
+ public:
+  Impl(InferenceServer& server, Options options)
+      : options_(std::move(options)), service_(server, worker_, streams_), health_(server) {}
+
+  ~Impl() { Shutdown(std::chrono::system_clock::now()); }
+
+  Status Start() {
+    // Debian builds abseil without NDEBUG, so every absl::Mutex inside gRPC
+    // would record lock order in one process-wide graph (deadlock detection,
+    // a debugging aid) on each acquisition. Release builds of abseil skip it;
+    // so does inferd. Process-wide; inferd's own code uses std::mutex.
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    const std::string where = HostPort(options_.address, options_.port);
+    ::grpc::ServerBuilder builder;
+    builder.AddListeningPort(where, ::grpc::InsecureServerCredentials(), &port_);
+    builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+    builder.SetMaxSendMessageSize(options_.max_message_bytes);
+    // Never share the port with another process (Triton: --reuse-grpc-port=false).
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options_.keepalive_timeout_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+                               options_.keepalive_permit_without_calls ? 1 : 0);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA,
+                               options_.http2_max_pings_without_data);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                               options_.http2_min_recv_ping_interval_without_data_ms);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, options_.http2_max_ping_strikes);
+    // Compressed requests (gzip, deflate) are accepted: every algorithm gRPC
+    // knows is enabled by default, and none is disabled here.
+    builder.RegisterService(&service_);
+    builder.RegisterService(&health_);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) {
+      server_.reset();
+      port_ = 0;
+      return Unavailable("gRPC: failed to listen on " + where +
+                         " (address in use or not available?)");
+    }
+    return Status::Ok();
+  }
+
+  int port() const { return port_; }
+
+  void Shutdown(std::chrono::system_clock::time_point deadline) {
+    std::lock_guard<std::mutex> lock(shutdown_mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+    if (server_) {
+      streams_.WindDownAll();
+      server_->Shutdown(deadline);  // waits for calls; cancels those left at the deadline
+      streams_.WaitUntilEmpty();    // every stream reactor has seen OnDone
+    }
+    worker_.Stop();  // no call can post any more; runs what is queued
+    server_.reset();
+  }
+
+ private:
+  const Options options_;
+  // Destroyed in reverse order: the gRPC server first, then what its calls use.
+  BlockingWorker worker_;
+  StreamRegistry streams_;
+  InferenceService service_;
+  HealthService health_;
+  std::unique_ptr<::grpc::Server> server_;
+  int port_ = 0;
+  std::mutex shutdown_mu_;
+  bool shut_down_ = false;  // guarded by shutdown_mu_
+};
+
+GrpcServer::GrpcServer(InferenceServer& server, Options options)
+    : impl_(std::make_unique<Impl>(server, std::move(options))) {}
+
+GrpcServer::~GrpcServer() = default;
+
+Status GrpcServer::Start() { return impl_->Start(); }
+
+int GrpcServer::port() const { return impl_->port(); }
+
+void GrpcServer::Shutdown(std::chrono::system_clock::time_point deadline) {
+  impl_->Shutdown(deadline);
+}
+
+}  // namespace inferd::grpc_frontend

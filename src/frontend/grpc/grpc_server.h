@@ -1,0 +1,68 @@
+// GrpcServer: the KServe v2 gRPC front end (inference.GRPCInferenceService
+// and grpc.health.v1.Health) on gRPC's callback API.
+//
+// This header names no gRPC or protobuf type (the implementation is behind a
+// pointer), so the rest of the tree can include it without generated code.
+//
+// Threading: the calls run on gRPC's own callback threads, which only decode,
+// validate, enqueue and encode; a model never runs on them. Inference
+// responses are written from the model instance thread that completes the
+// request. Repository load/unload (slow) run on one worker thread owned by the
+// server. Start, port and Shutdown are called from one thread (main).
+#pragma once
+
+#include <chrono>
+#include <climits>
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+#include "server/inference_server.h"
+
+namespace inferd::grpc_frontend {
+
+class GrpcServer {
+ public:
+  // Triton's flag names and defaults (times in milliseconds).
+  struct Options {
+    std::string address = "0.0.0.0";
+    int port = 8001;  // 0: pick a free port (port() says which)
+    // Largest message in each direction. Triton fixes it at INT32_MAX.
+    int max_message_bytes = INT_MAX;
+    int keepalive_time_ms = 7200000;                            // --grpc-keepalive-time
+    int keepalive_timeout_ms = 20000;                           // --grpc-keepalive-timeout
+    bool keepalive_permit_without_calls = false;                // ...-permit-without-calls
+    int http2_max_pings_without_data = 2;                       // ...-max-pings-without-data
+    int http2_min_recv_ping_interval_without_data_ms = 300000;  // ...-without-data
+    int http2_max_ping_strikes = 2;                             // ...-max-ping-strikes
+  };
+
+  // `server` must outlive this object.
+  GrpcServer(InferenceServer& server, Options options);
+  // Shuts down at once if still running.
+  ~GrpcServer();
+
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds address:port and starts serving. UNAVAILABLE if the address cannot
+  // be bound (the port is never shared with another process: SO_REUSEPORT is
+  // off, as Triton's --reuse-grpc-port=false).
+  Status Start();
+
+  // The bound port (the chosen one when Options::port was 0); 0 before Start.
+  int port() const;
+
+  // Stops accepting calls, asks open ModelStreamInfer streams to finish (each
+  // stops reading, writes the responses it owes, then ends with UNAVAILABLE),
+  // lets in-flight calls complete until `deadline`, then cancels the rest.
+  // Blocks until every call is done. Call it before the model manager stops:
+  // in-flight inferences need their models to complete. Idempotent.
+  void Shutdown(std::chrono::system_clock::time_point deadline);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferd::grpc_frontend

@@ -1,0 +1,435 @@
+#include "frontend/grpc/grpc_services.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <atomic>
+
+#include "frontend/grpc/grpc_codec.h"
+
+namespace inferd::grpc_frontend {
+
+using inference::ModelInferRequest;
+using inference::ModelInferResponse;
+
+namespace {
+
+::grpc::ServerUnaryReactor* FinishNow(::grpc::CallbackServerContext* ctx, const Status& s) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
+::grpc::ServerUnaryReactor* NotServed(::grpc::CallbackServerContext* ctx, const char* what) {
+  return FinishNow(ctx, Unimplemented(std::string(what) + " is not supported by this server yet"));
+}
+
+class InferMessageHolder final
+    : public ::grpc::MessageHolder<ModelInferRequest, ModelInferResponse> {
+ public:
+  InferMessageHolder() : request_(std::make_shared<ModelInferRequest>()) {
+    set_request(request_.get());
+    set_response(&response_);
+  }
+  void Release() override { delete this; }
+  std::shared_ptr<const ModelInferRequest> shared_request() const { return request_; }
+
+ private:
+  std::shared_ptr<ModelInferRequest> request_;
+  ModelInferResponse response_;
+};
+
+// One unary ModelInfer. Finished exactly once: by the inference completion
+// (any thread) or by OnCancel, whichever claims it first. Shared-owned:
+// gRPC's reference is dropped in OnDone and the completion holds another, so
+// a completion arriving after a cancellation finds the object alive and
+// leaves the finished call alone.
+class InferCall final : public ::grpc::ServerUnaryReactor {
+ public:
+  static std::shared_ptr<InferCall> Create(ModelInferResponse* response) {
+    auto call = std::make_shared<InferCall>(response);
+    call->self_ = call;
+    return call;
+  }
+  explicit InferCall(ModelInferResponse* response) : response_(response) {}
+
+  void Complete(const Status& status, std::unique_ptr<InferResponse> response) {
+    if (claimed_.exchange(true)) return;  // cancelled: the call is finished
+    if (!status.ok()) return Finish(ToGrpcStatus(status));
+    // The response message lives until OnDone, which cannot come before Finish.
+    EncodeInferResponse(*response, response_);
+    Finish(::grpc::Status::OK);
+  }
+
+  // Set when the client cancels or the deadline passes; the scheduler drops
+  // the request if it is still queued. Shares ownership of the call.
+  static std::shared_ptr<std::atomic<bool>> CancelFlag(const std::shared_ptr<InferCall>& call) {
+    return std::shared_ptr<std::atomic<bool>>(call, &call->cancelled_);
+  }
+
+  void OnCancel() override {
+    cancelled_.store(true, std::memory_order_relaxed);
+    if (!claimed_.exchange(true)) Finish(::grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    auto last = std::move(self_);  // may destroy *this when it goes out of scope
+  }
+
+ private:
+  ModelInferResponse* const response_;
+  std::atomic<bool> claimed_{false};
+  std::atomic<bool> cancelled_{false};
+  std::shared_ptr<InferCall> self_;
+};
+
+// Parses the version or finishes the call with the error.
+template <typename Fn>
+::grpc::ServerUnaryReactor* WithVersion(::grpc::CallbackServerContext* ctx,
+                                        const std::string& version, Fn&& fn) {
+  auto v = ParseModelVersion(version);
+  if (!v.ok()) return FinishNow(ctx, v.status());
+  return FinishNow(ctx, fn(*v));
+}
+
+void SetTensorMetadata(
+    const std::vector<TensorMetadata>& in,
+    google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>* out) {
+  for (const auto& t : in) {
+    auto* m = out->Add();
+    m->set_name(t.name);
+    m->set_datatype(std::string(DataTypeToProtocol(t.datatype)));
+    m->mutable_shape()->Add(t.shape.begin(), t.shape.end());
+  }
+}
+
+const char* ParameterKind(const inference::ModelRepositoryParameter& p) {
+  switch (p.parameter_choice_case()) {
+    case inference::ModelRepositoryParameter::kBoolParam:
+      return "bool_param";
+    case inference::ModelRepositoryParameter::kInt64Param:
+      return "int64_param";
+    case inference::ModelRepositoryParameter::kStringParam:
+      return "string_param";
+    case inference::ModelRepositoryParameter::kBytesParam:
+      return "bytes_param";
+    default:
+      return "no value";
+  }
+}
+
+}  // namespace
+
+// ---- BlockingWorker ------------------------------------------------------------
+
+BlockingWorker::BlockingWorker() : thread_([this] { Loop(); }) {}
+
+BlockingWorker::~BlockingWorker() { Stop(); }
+
+void BlockingWorker::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+void BlockingWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void BlockingWorker::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stopping, nothing left
+    auto task = std::move(tasks_.front());
+    tasks_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
+}
+
+// ---- InferenceService ----------------------------------------------------------
+
+::grpc::MessageHolder<ModelInferRequest, ModelInferResponse>*
+InferMessageAllocator::AllocateMessages() {
+  return new InferMessageHolder();
+}
+
+InferenceService::InferenceService(InferenceServer& server, BlockingWorker& worker,
+                                   StreamRegistry& streams)
+    : server_(server), worker_(worker), streams_(streams) {
+  SetMessageAllocatorFor_ModelInfer(&infer_allocator_);
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ServerLive(Ctx* ctx,
+                                                         const inference::ServerLiveRequest*,
+                                                         inference::ServerLiveResponse* response) {
+  response->set_live(server_.IsLive());
+  return FinishNow(ctx, Status::Ok());
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ServerReady(
+    Ctx* ctx, const inference::ServerReadyRequest*, inference::ServerReadyResponse* response) {
+  if (server_.IsShuttingDown()) return FinishNow(ctx, Unavailable("Server exiting"));
+  response->set_ready(server_.IsReady());
+  return FinishNow(ctx, Status::Ok());
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ModelReady(
+    Ctx* ctx, const inference::ModelReadyRequest* request,
+    inference::ModelReadyResponse* response) {
+  return WithVersion(ctx, request->version(), [&](int64_t version) {
+    auto ready = server_.ModelReady(request->name(), version);
+    if (!ready.ok()) return ready.status();
+    response->set_ready(*ready);
+    return Status::Ok();
+  });
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
+    Ctx* ctx, const inference::ServerMetadataRequest*,
+    inference::ServerMetadataResponse* response) {
+  response->set_name(server_.id());
+  response->set_version(InferenceServer::Version());
+  for (const auto& e : server_.Extensions()) response->add_extensions(e);
+  return FinishNow(ctx, Status::Ok());
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
+    Ctx* ctx, const inference::ModelMetadataRequest* request,
+    inference::ModelMetadataResponse* response) {
+  return WithVersion(ctx, request->version(), [&](int64_t version) {
+    auto md = server_.GetModelMetadata(request->name(), version);
+    if (!md.ok()) return md.status();
+    response->set_name(md->name);
+    for (const auto& v : md->versions) response->add_versions(v);
+    response->set_platform(md->platform);
+    SetTensorMetadata(md->inputs, response->mutable_inputs());
+    SetTensorMetadata(md->outputs, response->mutable_outputs());
+    return Status::Ok();
+  });
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ModelInfer(Ctx* ctx, const ModelInferRequest* request,
+                                                         ModelInferResponse* response) {
+  // The registered allocator makes the message shared-owned; the decoded
+  // request holds it, so raw_input_contents are referenced, not copied.
+  auto* holder = static_cast<InferMessageHolder*>(ctx->GetRpcAllocatorState());
+  auto decoded = DecodeInferRequest(holder->shared_request());
+  if (!decoded.ok()) {
+    Status s = decoded.status();
+    // An unknown model is reported as such, whatever else is wrong.
+    if (auto v = ParseModelVersion(request->model_version()); v.ok()) {
+      if (Status m = server_.CheckModel(request->model_name(), *v); !m.ok()) s = m;
+    }
+    return FinishNow(ctx, s);
+  }
+  // TODO(decoupled): the core completes every request exactly once; when it
+  // gains decoupled models, refuse them here with UNIMPLEMENTED ("ModelInfer
+  // RPC doesn't support models with decoupled transaction policy").
+  auto call = InferCall::Create(response);
+  decoded->request->cancel_flag = InferCall::CancelFlag(call);
+  server_.Infer(std::move(decoded->request), [call](Status s, std::unique_ptr<InferResponse> r) {
+    call->Complete(s, std::move(r));
+  });
+  return call.get();
+}
+
+::grpc::ServerBidiReactor<ModelInferRequest, inference::ModelStreamInferResponse>*
+InferenceService::ModelStreamInfer(Ctx* ctx) {
+  return StartStreamInfer(ctx, server_, streams_);
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ModelConfig(
+    Ctx* ctx, const inference::ModelConfigRequest* request,
+    inference::ModelConfigResponse* response) {
+  return WithVersion(ctx, request->version(), [&](int64_t version) {
+    auto json = server_.GetModelConfigJson(request->name(), version);
+    if (!json.ok()) return json.status();
+    // The same effective configuration as HTTP's /config, through its JSON.
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = true;
+    auto st =
+        google::protobuf::util::JsonStringToMessage(*json, response->mutable_config(), options);
+    if (!st.ok()) {
+      return Internal("model configuration of '" + request->name() +
+                      "' could not be converted: " + st.ToString());
+    }
+    return Status::Ok();
+  });
+}
+
+::grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
+    Ctx* ctx, const inference::RepositoryIndexRequest* request,
+    inference::RepositoryIndexResponse* response) {
+  if (!request->repository_name().empty()) {
+    return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
+  }
+  for (const auto& e : server_.RepositoryIndex(request->ready())) {
+    auto* m = response->add_models();
+    m->set_name(e.name);
+    if (e.version) m->set_version(std::to_string(*e.version));
+    m->set_state(e.state);
+    m->set_reason(e.reason);
+  }
+  return FinishNow(ctx, Status::Ok());
+}
+
+::grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
+    Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
+    inference::RepositoryModelLoadResponse*) {
+  if (!request->repository_name().empty()) {
+    return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
+  }
+  std::optional<std::string> config;
+  for (const auto& [key, p] : request->parameters()) {
+    if (key == "config") {
+      if (p.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
+        return FinishNow(ctx, InvalidArgument("invalid value type for load parameter 'config', "
+                                              "expected string_param, got " +
+                                              std::string(ParameterKind(p))));
+      }
+      config = p.string_param();
+    } else {
+      // Includes Triton's "file:<path>" model-file overrides, not supported.
+      return FinishNow(ctx, InvalidArgument("unrecognized load parameter '" + key + "'"));
+    }
+  }
+  // Loading can take long: never on a gRPC thread.
+  auto* reactor = ctx->DefaultReactor();
+  worker_.Post([this, reactor, name = request->model_name(), config = std::move(config)] {
+    reactor->Finish(ToGrpcStatus(server_.LoadModel(name, config)));
+  });
+  return reactor;
+}
+
+::grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
+    Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  if (!request->repository_name().empty()) {
+    return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
+  }
+  for (const auto& [key, p] : request->parameters()) {
+    if (key == "unload_dependents") {
+      if (p.parameter_choice_case() != inference::ModelRepositoryParameter::kBoolParam) {
+        return FinishNow(ctx, InvalidArgument("invalid value type for unload parameter "
+                                              "'unload_dependents', expected bool_param, got " +
+                                              std::string(ParameterKind(p))));
+      }
+    } else {
+      return FinishNow(ctx, InvalidArgument("unrecognized unload parameter '" + key + "'"));
+    }
+  }
+  auto* reactor = ctx->DefaultReactor();
+  worker_.Post([this, reactor, name = request->model_name()] {
+    reactor->Finish(ToGrpcStatus(server_.UnloadModel(name)));
+  });
+  return reactor;
+}
+
+::grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
+    Ctx* ctx, const inference::ModelStatisticsRequest* request,
+    inference::ModelStatisticsResponse* response) {
+  // Empty name: every model; empty version: every ready version.
+  return WithVersion(ctx, request->version(), [&](int64_t version) {
+    auto all = server_.GetStatistics(request->name(), version);
+    if (!all.ok()) return all.status();
+    auto set = [](inference::StatisticDuration* out, const DurationStat& d) {
+      out->set_count(d.count);
+      out->set_ns(d.ns);
+    };
+    for (const auto& m : *all) {
+      const ModelStatsSnapshot& s = m.stats;
+      auto* out = response->add_model_stats();
+      out->set_name(m.name);
+      out->set_version(std::to_string(m.version));
+      out->set_last_inference(s.last_inference_ms);
+      out->set_inference_count(s.inference_count);
+      out->set_execution_count(s.execution_count);
+      auto* is = out->mutable_inference_stats();
+      set(is->mutable_success(), s.success);
+      set(is->mutable_fail(), s.fail);
+      set(is->mutable_queue(), s.queue);
+      set(is->mutable_compute_input(), s.compute_input);
+      set(is->mutable_compute_infer(), s.compute_infer);
+      set(is->mutable_compute_output(), s.compute_output);
+      set(is->mutable_cache_hit(), DurationStat{});
+      set(is->mutable_cache_miss(), DurationStat{});
+      for (const auto& [size, b] : s.batch_stats) {
+        auto* bs = out->add_batch_stats();
+        bs->set_batch_size(size);
+        set(bs->mutable_compute_input(), b.compute_input);
+        set(bs->mutable_compute_infer(), b.compute_infer);
+        set(bs->mutable_compute_output(), b.compute_output);
+      }
+    }
+    return Status::Ok();
+  });
+}
+
+::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
+    Ctx* ctx, const inference::SystemSharedMemoryStatusRequest*,
+    inference::SystemSharedMemoryStatusResponse*) {
+  return NotServed(ctx, "system shared memory (SystemSharedMemoryStatus)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
+    Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest*,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  return NotServed(ctx, "system shared memory (SystemSharedMemoryRegister)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
+    Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest*,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  return NotServed(ctx, "system shared memory (SystemSharedMemoryUnregister)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
+    Ctx* ctx, const inference::CudaSharedMemoryStatusRequest*,
+    inference::CudaSharedMemoryStatusResponse*) {
+  return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryStatus)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
+    Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest*,
+    inference::CudaSharedMemoryRegisterResponse*) {
+  return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryRegister)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
+    Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest*,
+    inference::CudaSharedMemoryUnregisterResponse*) {
+  return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryUnregister)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::TraceSetting(Ctx* ctx,
+                                                           const inference::TraceSettingRequest*,
+                                                           inference::TraceSettingResponse*) {
+  return NotServed(ctx, "the trace extension (TraceSetting)");
+}
+
+::grpc::ServerUnaryReactor* InferenceService::LogSettings(Ctx* ctx,
+                                                          const inference::LogSettingsRequest*,
+                                                          inference::LogSettingsResponse*) {
+  return NotServed(ctx, "the logging extension (LogSettings)");
+}
+
+// ---- HealthService -------------------------------------------------------------
+
+::grpc::ServerUnaryReactor* HealthService::Check(::grpc::CallbackServerContext* ctx,
+                                                 const grpc::health::v1::HealthCheckRequest*,
+                                                 grpc::health::v1::HealthCheckResponse* response) {
+  response->set_status(server_.IsReady() ? grpc::health::v1::HealthCheckResponse::SERVING
+                                         : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  return FinishNow(ctx, Status::Ok());
+}
+
+}  // namespace inferd::grpc_frontend

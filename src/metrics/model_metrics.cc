@@ -1,0 +1,160 @@
+#include "metrics/model_metrics.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <set>
+
+namespace inferd::metrics {
+namespace {
+
+MetricFamily Family(std::string name, std::string help, MetricType type) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = type;
+  return f;
+}
+
+double Us(uint64_t ns) { return static_cast<double>(ns / 1000); }
+
+}  // namespace
+
+HistogramSample ToHistogramSample(const HistogramSnapshot& h, double per_unit, Labels labels) {
+  HistogramSample s;
+  s.labels = std::move(labels);
+  for (uint64_t b : h.bounds) s.bounds.push_back(static_cast<double>(b) / per_unit);
+  s.counts = h.counts;
+  s.sum = static_cast<double>(h.sum) / per_unit;
+  return s;
+}
+
+std::vector<MetricFamily> ModelFamilies(const std::vector<ModelStatistics>& versions,
+                                        const std::map<std::string, uint64_t>& load_failures) {
+  auto success =
+      Family("nv_inference_request_success",
+             "Number of successful inference requests, all batch sizes", MetricType::kCounter);
+  auto failure =
+      Family("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
+             MetricType::kCounter);
+  auto count = Family("nv_inference_count", "Number of inferences performed, batch-weighted",
+                      MetricType::kCounter);
+  auto exec = Family("nv_inference_exec_count", "Number of model executions performed",
+                     MetricType::kCounter);
+  auto pending = Family("nv_inference_pending_request_count",
+                        "Instantaneous number of pending requests awaiting execution per-model",
+                        MetricType::kGauge);
+  auto load =
+      Family("nv_model_load_duration_secs", "Model load time in seconds", MetricType::kGauge);
+  auto request_us =
+      Family("nv_inference_request_duration_us",
+             "Cumulative inference request duration in microseconds", MetricType::kCounter);
+  auto queue_us =
+      Family("nv_inference_queue_duration_us",
+             "Cumulative inference queuing duration in microseconds", MetricType::kCounter);
+  auto input_us = Family("nv_inference_compute_input_duration_us",
+                         "Cumulative compute input duration in microseconds", MetricType::kCounter);
+  auto infer_us =
+      Family("nv_inference_compute_infer_duration_us",
+             "Cumulative compute inference duration in microseconds", MetricType::kCounter);
+  auto output_us =
+      Family("nv_inference_compute_output_duration_us",
+             "Cumulative inference compute output duration in microseconds", MetricType::kCounter);
+  auto request_hist = Family("inferd_request_duration_seconds",
+                             "End-to-end duration of successful inference requests, seconds",
+                             MetricType::kHistogram);
+  auto queue_hist =
+      Family("inferd_queue_duration_seconds",
+             "Queue duration of successful inference requests, seconds", MetricType::kHistogram);
+  auto infer_hist = Family("inferd_compute_infer_duration_seconds",
+                           "Model execution duration, once per execution (batch), seconds",
+                           MetricType::kHistogram);
+  auto batch_hist =
+      Family("inferd_batch_size", "Rows (batch size) per model execution", MetricType::kHistogram);
+  auto failures = Family("inferd_model_load_failures_total",
+                         "Number of failed attempts to load a model", MetricType::kCounter);
+
+  std::set<std::string> models;
+  for (const auto& v : versions) {
+    models.insert(v.name);
+    const Labels labels = {{"model", v.name}, {"version", std::to_string(v.version)}};
+    const ModelStatsSnapshot& s = v.stats;
+    auto add = [&](MetricFamily& f, double value) { f.samples.push_back(Sample{labels, value}); };
+    add(success, static_cast<double>(s.success.count));
+    const std::pair<const char*, uint64_t> reasons[] = {{"REJECTED", s.fail_rejected},
+                                                        {"CANCELED", s.fail_cancelled},
+                                                        {"BACKEND", s.fail_backend},
+                                                        {"OTHER", s.fail_other}};
+    for (const auto& [reason, n] : reasons) {
+      Labels l = labels;
+      l.emplace_back("reason", reason);
+      failure.samples.push_back(Sample{std::move(l), static_cast<double>(n)});
+    }
+    add(count, static_cast<double>(s.inference_count));
+    add(exec, static_cast<double>(s.execution_count));
+    add(pending, static_cast<double>(std::max<int64_t>(0, s.pending)));
+    add(load, v.load_seconds);
+    add(request_us, Us(s.success.ns));
+    add(queue_us, Us(s.queue.ns));
+    add(input_us, Us(s.compute_input.ns));
+    add(infer_us, Us(s.compute_infer.ns));
+    add(output_us, Us(s.compute_output.ns));
+    auto hist = [&](MetricFamily& f, const HistogramSnapshot& h, double per_unit) {
+      if (!h.counts.empty()) f.histograms.push_back(ToHistogramSample(h, per_unit, labels));
+    };
+    hist(request_hist, s.request_hist, 1e9);
+    hist(queue_hist, s.queue_hist, 1e9);
+    hist(infer_hist, s.compute_infer_hist, 1e9);
+    hist(batch_hist, s.batch_size_hist, 1);
+  }
+  for (const auto& [name, n] : load_failures) models.insert(name);
+  for (const auto& name : models) {
+    auto it = load_failures.find(name);
+    const double n = it == load_failures.end() ? 0 : static_cast<double>(it->second);
+    failures.samples.push_back(Sample{{{"model", name}}, n});
+  }
+
+  std::vector<MetricFamily> out;
+  for (auto* f :
+       {&success, &failure, &count, &exec, &pending, &load, &request_us, &queue_us, &input_us,
+        &infer_us, &output_us, &request_hist, &queue_hist, &infer_hist, &batch_hist, &failures}) {
+    out.push_back(std::move(*f));
+  }
+  return out;
+}
+
+StatusOr<std::vector<double>> ParseLatencyBuckets(std::string_view flag, std::string_view text) {
+  const std::string what = "--" + std::string(flag);
+  std::vector<double> out;
+  int64_t previous_ns = 0;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    double v = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() ||
+        !std::isfinite(v)) {
+      return InvalidArgument(what + " expects comma-separated seconds, got '" + std::string(text) +
+                             "'");
+    }
+    if (v < 1e-9 || v > 1e6) {
+      return InvalidArgument(what + ": bucket " + std::string(item) +
+                             " is outside 1e-9 .. 1e6 seconds");
+    }
+    const int64_t ns = std::llround(v * 1e9);
+    if (ns <= previous_ns) {
+      return InvalidArgument(what + ": buckets must be strictly ascending, got '" +
+                             std::string(text) + "'");
+    }
+    previous_ns = ns;
+    out.push_back(v);
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace inferd::metrics

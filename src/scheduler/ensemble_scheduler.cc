@@ -1,0 +1,256 @@
+#include "scheduler/ensemble_scheduler.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace inferd {
+
+namespace {
+
+uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
+  return b > a ? static_cast<uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
+               : 0;
+}
+
+}  // namespace
+
+struct EnsembleScheduler::Tracker {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t runs = 0;  // guarded by mu
+  bool stopping = false;
+};
+
+// One ensemble request in flight.
+struct EnsembleScheduler::Run {
+  std::mutex mu;
+  std::unique_ptr<PendingRequest> pending;  // null once finished
+  struct Tensor {
+    DataType datatype;
+    Shape shape;
+    BufferView data;
+    std::shared_ptr<const void> owner;  // keeps `data` alive
+  };
+  std::map<std::string, Tensor> tensors;  // guarded by mu
+  std::vector<bool> launched;             // guarded by mu
+  size_t steps_done = 0;                  // guarded by mu
+  std::shared_ptr<Tracker> tracker;
+  ~Run() {
+    std::lock_guard<std::mutex> lock(tracker->mu);
+    if (--tracker->runs == 0) tracker->cv.notify_all();
+  }
+};
+
+Status EnsembleScheduler::Validate(const ModelSpec& spec, const SchedulerConfig& config) {
+  const auto& steps = config.ensemble_steps;
+  if (steps.empty()) {
+    return InvalidArgument("ensemble '" + spec.name + "' has no 'ensemble_scheduling.step'");
+  }
+  std::set<std::string> available;
+  for (const auto& in : spec.inputs) available.insert(in.name);
+  std::set<std::string> produced;
+  std::vector<bool> placed(steps.size(), false);
+  // Topological placement: repeatedly place steps whose inputs are available.
+  for (size_t round = 0; round < steps.size(); ++round) {
+    bool progress = false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      if (placed[i]) continue;
+      bool ready = true;
+      for (const auto& [in, tensor] : steps[i].input_map) ready = ready && available.count(tensor);
+      if (!ready) continue;
+      placed[i] = progress = true;
+      for (const auto& [out, tensor] : steps[i].output_map) {
+        if (available.count(tensor) || !produced.insert(tensor).second) {
+          return InvalidArgument("ensemble '" + spec.name + "': tensor '" + tensor +
+                                 "' is produced more than once");
+        }
+        available.insert(tensor);
+      }
+    }
+    if (!progress) break;
+  }
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (placed[i]) continue;
+    for (const auto& [in, tensor] : steps[i].input_map) {
+      if (!available.count(tensor)) {
+        return InvalidArgument("ensemble '" + spec.name + "': step " + std::to_string(i) + " ('" +
+                               steps[i].model_name + "') needs tensor '" + tensor +
+                               "', which no ensemble input or earlier step provides");
+      }
+    }
+  }
+  for (const auto& out : spec.outputs) {
+    if (!produced.count(out.name)) {
+      return InvalidArgument("ensemble '" + spec.name + "': output '" + out.name +
+                             "' is not produced by any step");
+    }
+  }
+  return Status::Ok();
+}
+
+EnsembleScheduler::EnsembleScheduler(ModelIdentity model, const ModelSpec& spec,
+                                     const SchedulerConfig& config, InferFunction infer,
+                                     ModelStats* stats, Clock* clock)
+    : ctx_{std::move(model), stats, clock},
+      spec_(spec),
+      steps_(config.ensemble_steps),
+      infer_(std::move(infer)),
+      tracker_(std::make_shared<Tracker>()) {}
+
+EnsembleScheduler::~EnsembleScheduler() { Stop(); }
+
+void EnsembleScheduler::Stop() {
+  std::unique_lock<std::mutex> lock(tracker_->mu);
+  tracker_->stopping = true;
+  tracker_->cv.wait(lock, [&] { return tracker_->runs == 0; });
+}
+
+void EnsembleScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
+  pending->arrival = ctx_.clock->Now();
+  {
+    std::unique_lock<std::mutex> lock(tracker_->mu);
+    if (tracker_->stopping) {
+      lock.unlock();
+      FailPending(ctx_, *pending, FailReason::kRejected,
+                  Unavailable("ensemble '" + ctx_.model.name + "' is unloading"));
+      return;
+    }
+    tracker_->runs++;
+  }
+  auto run = std::make_shared<Run>();
+  run->tracker = tracker_;
+  run->launched.assign(steps_.size(), false);
+  // The ensemble request's inputs become the first tensors; the request
+  // itself (owned by the run) keeps their bytes alive.
+  std::shared_ptr<InferRequest> request(std::move(pending->request));
+  for (const auto& in : request->inputs) {
+    run->tensors[in.name] = Run::Tensor{in.datatype, in.shape, in.data, request};
+  }
+  pending->request = std::make_unique<InferRequest>();
+  pending->request->id = request->id;
+  pending->request->outputs = request->outputs;
+  pending->request->cancel_flag = request->cancel_flag;
+  pending->request->batch_size = request->batch_size;
+  pending->request->Hold(request);
+  run->pending = std::move(pending);
+  std::vector<size_t> ready;
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      bool ok = true;
+      for (const auto& [in, tensor] : steps_[i].input_map) ok = ok && run->tensors.count(tensor);
+      if (ok) {
+        run->launched[i] = true;
+        ready.push_back(i);
+      }
+    }
+  }
+  for (size_t i : ready) Launch(run, i);
+}
+
+void EnsembleScheduler::Launch(const std::shared_ptr<Run>& run, size_t index) {
+  const EnsembleStep& step = steps_[index];
+  auto req = std::make_unique<InferRequest>();
+  req->model_name = step.model_name;
+  req->model_version = step.model_version;
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    if (!run->pending) return;  // already failed
+    req->id = run->pending->request->id;
+    req->cancel_flag = run->pending->request->cancel_flag;
+    for (const auto& [input, tensor] : step.input_map) {
+      const Run::Tensor& t = run->tensors.at(tensor);
+      req->inputs.push_back(InferInput{input, t.datatype, t.shape, t.data});
+      req->Hold(t.owner);
+    }
+  }
+  for (const auto& [output, tensor] : step.output_map) req->outputs.push_back({output, 0});
+  infer_(std::move(req), [this, run, index](Status s, std::unique_ptr<InferResponse> r) {
+    OnStepDone(run, index, std::move(s), std::move(r));
+  });
+}
+
+void EnsembleScheduler::OnStepDone(const std::shared_ptr<Run>& run, size_t index, Status status,
+                                   std::unique_ptr<InferResponse> response) {
+  const EnsembleStep& step = steps_[index];
+  if (!status.ok()) {
+    return Finish(run, status.WithPrefix("in ensemble '" + ctx_.model.name + "', step '" +
+                                         step.model_name + "'"));
+  }
+  std::shared_ptr<InferResponse> owner(std::move(response));
+  for (const auto& [output, tensor] : step.output_map) {
+    if (owner->FindOutput(output) == nullptr) {
+      return Finish(run, Internal("in ensemble '" + ctx_.model.name + "', step '" +
+                                  step.model_name + "' did not produce output '" + output + "'"));
+    }
+  }
+  std::vector<size_t> ready;
+  bool all_done = false;
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    if (!run->pending) return;
+    for (const auto& [output, tensor] : step.output_map) {
+      const InferOutput* o = owner->FindOutput(output);
+      run->tensors[tensor] = Run::Tensor{o->datatype, o->shape, o->buffer.view(), owner};
+    }
+    run->steps_done++;
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      if (run->launched[i]) continue;
+      bool ok = true;
+      for (const auto& [in, tensor] : steps_[i].input_map) ok = ok && run->tensors.count(tensor);
+      if (ok) {
+        run->launched[i] = true;
+        ready.push_back(i);
+      }
+    }
+    all_done = run->steps_done == steps_.size();
+  }
+  for (size_t i : ready) Launch(run, i);
+  if (all_done) Finish(run, Status::Ok());
+}
+
+void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run, Status status) {
+  std::unique_ptr<PendingRequest> pending;
+  std::unique_ptr<InferResponse> response;
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    if (!run->pending) return;
+    pending = std::move(run->pending);
+    if (status.ok()) {
+      response = std::make_unique<InferResponse>();
+      response->model_name = ctx_.model.name;
+      response->model_version = ctx_.model.version;
+      response->id = pending->request->id;
+      const auto& wanted = pending->request->outputs;
+      for (const auto& out : spec_.outputs) {
+        if (!wanted.empty() &&
+            std::none_of(wanted.begin(), wanted.end(),
+                         [&](const RequestedOutput& w) { return w.name == out.name; })) {
+          continue;
+        }
+        const Run::Tensor& t = run->tensors.at(out.name);
+        auto& o = response->AddOutput(out.name, t.datatype, t.shape, t.data.byte_size);
+        if (t.data.byte_size) std::memcpy(o.buffer.data(), t.data.data, t.data.byte_size);
+      }
+    }
+  }
+  const auto now = ctx_.clock->Now();
+  if (ctx_.stats) {
+    if (status.ok()) {
+      const uint64_t rows =
+          static_cast<uint64_t>(std::max<int64_t>(1, pending->request->batch_size));
+      ctx_.stats->RecordExecution(rows, 0, Ns(pending->arrival, now), 0);
+      ctx_.stats->RecordSuccess(Ns(pending->arrival, now), 0);
+    } else {
+      ctx_.stats->RecordFailure(FailReason::kOther, Ns(pending->arrival, now));
+    }
+  }
+  pending->completion(status, std::move(response));
+}
+
+}  // namespace inferd

@@ -1,0 +1,77 @@
+// SharedMemoryManager: client-registered system shared-memory regions
+// (Triton's system_shared_memory extension). A region maps
+// [offset, offset + byte_size) of a POSIX shared-memory object.
+//
+// Ownership: regions are held by shared_ptr. A request that uses a region
+// keeps it mapped until it completes, so unregistering a region in use is
+// safe (the mapping goes away when the last request lets go).
+//
+// Threading: all methods are safe from any thread (one mutex, held briefly).
+// Errors never echo the internal object key back except in Status(), which
+// only reports what the client registered.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "core/tensor.h"
+
+namespace inferd {
+
+class SharedMemoryRegion {
+ public:
+  ~SharedMemoryRegion();
+  const std::string& name() const { return name_; }
+  const std::string& key() const { return key_; }
+  uint64_t offset() const { return offset_; }
+  uint64_t byte_size() const { return byte_size_; }
+  // The region's bytes (read/write), `byte_size()` long.
+  char* data() const { return base_ + (offset_ - map_offset_); }
+
+  // [offset, offset + size) of the region, checked with overflow-safe
+  // arithmetic; errors name the region, never the key.
+  StatusOr<char*> Slice(uint64_t offset, uint64_t size) const;
+
+ private:
+  friend class SharedMemoryManager;
+  std::string name_, key_;
+  uint64_t offset_ = 0, byte_size_ = 0;
+  char* base_ = nullptr;  // mapping start (page-aligned)
+  size_t map_length_ = 0;
+  uint64_t map_offset_ = 0;  // file offset of the mapping (page-aligned)
+};
+
+struct RegionStatus {
+  std::string name, key;
+  uint64_t offset = 0, byte_size = 0;
+};
+
+class SharedMemoryManager {
+ public:
+  // Maps the object `key` (a POSIX name like "/my_region"). Errors: a bad
+  // key, a missing object, a range past the object's size, a duplicate name.
+  Status Register(const std::string& name, const std::string& key, uint64_t offset,
+                  uint64_t byte_size);
+  // Unregisters one region (an unknown name is NOT_FOUND), or all when
+  // `name` is empty.
+  Status Unregister(const std::string& name);
+  // Status of one region (unknown: NOT_FOUND) or all (empty name).
+  StatusOr<std::vector<RegionStatus>> GetStatus(const std::string& name) const;
+  // The region for an inference; NOT_FOUND naming it if unknown.
+  StatusOr<std::shared_ptr<SharedMemoryRegion>> Find(const std::string& name) const;
+
+  // True if `key` is an acceptable POSIX shared-memory object name.
+  static bool IsValidKey(const std::string& key);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<SharedMemoryRegion>> regions_;  // guarded by mu_
+};
+
+}  // namespace inferd
