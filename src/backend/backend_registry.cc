@@ -1,9 +1,8 @@
 #include "backend/backend_registry.h"
 
-#include <unistd.h>
-
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "backend/builtin/builtin_backends.h"
@@ -38,6 +37,12 @@ BackendRegistry::BackendRegistry(std::string backend_directory)
                                            : std::move(backend_directory)) {}
 
 std::unique_ptr<BackendRegistry> BackendRegistry::WithBuiltins(std::string backend_directory) {
+  // libtorch's intra-op pool is OpenMP (Debian's build), which spin-waits
+  // between parallel regions by default. Next to the server's own threads
+  // that costs several times the throughput (docs/backends.md), so waiting is
+  // passive unless the operator chose otherwise. Set here, before any thread
+  // starts and before any backend library (and libgomp) is loaded.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   auto r = std::make_unique<BackendRegistry>(std::move(backend_directory));
   for (const auto& [name, entry] :
        {std::pair{"add_sub", &AddSubBackendEntry}, std::pair{"delay", &DelayBackendEntry},

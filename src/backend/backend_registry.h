@@ -29,6 +29,8 @@ class BackendRegistry {
   explicit BackendRegistry(std::string backend_directory = "");
 
   // The built-in backends, plus shared libraries from `backend_directory`.
+  // Call before starting threads: it sets OMP_WAIT_POLICY=PASSIVE in the
+  // environment when unset (see docs/backends.md, "Threads").
   static std::unique_ptr<BackendRegistry> WithBuiltins(std::string backend_directory = "");
 
   // Where the build put the backends (a path compiled in) if that directory

@@ -419,11 +419,15 @@ def raw_connect(port, timeout=10.0):
     return s
 
 
+# Bytes read past the end of a response (pipelining), per socket, kept for the next read.
+_LEFTOVER = {}
+
+
 def read_http_response(sock, timeout=10.0):
     """Read one HTTP/1.1 response from a socket.  Returns Response, or None if the peer closed
     the connection before sending a status line.  Raises socket.timeout on timeout."""
     sock.settimeout(timeout)
-    buf = b""
+    buf = _LEFTOVER.pop(sock.fileno(), b"")
     while b"\r\n\r\n" not in buf:
         chunk = sock.recv(65536)
         if not chunk:
@@ -466,6 +470,8 @@ def read_http_response(sock, timeout=10.0):
         n = int(hd["content-length"])
         need(n)
         body = rest[:n]
+        if len(rest) > n:
+            _LEFTOVER[sock.fileno()] = rest[n:]
     else:
         # read to close
         body = rest

@@ -94,7 +94,9 @@ class Session : public std::enable_shared_from_this<Session> {
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     req.cancelled = cancel_;
     shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this()));
-    StartWatch();
+    // With pipelined bytes already buffered the client is evidently there;
+    // the next request is parsed from the buffer once this one is answered.
+    if (buffer_.size() == 0) StartWatch();
   }
 
   // While a request is being served, a read on the socket notices a client
