@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <stdexcept>
 
 extern char** environ;
@@ -88,9 +87,22 @@ bool InferdProcess::Start(std::string* error, bool want_grpc, bool want_http, in
   return false;
 }
 
+namespace {
+
+// The port of a line "<prefix><digits>", else 0.
+int PortAfter(const std::string& line, const std::string& prefix) {
+  if (line.rfind(prefix, 0) != 0 || line.size() == prefix.size()) return 0;
+  int port = 0;
+  for (size_t i = prefix.size(); i < line.size(); ++i) {
+    if (line[i] < '0' || line[i] > '9' || port > 65535) return 0;
+    port = port * 10 + (line[i] - '0');
+  }
+  return port;
+}
+
+}  // namespace
+
 void InferdProcess::ReadLoop(int fd) {
-  static const std::regex kGrpc(R"(^inferd: gRPC listening on 127\.0\.0\.1:(\d+)$)");
-  static const std::regex kHttp(R"(^inferd: HTTP listening on 127\.0\.0\.1:(\d+)$)");
   std::string partial;
   char buf[4096];
   for (;;) {
@@ -102,10 +114,9 @@ void InferdProcess::ReadLoop(int fd) {
     while ((nl = partial.find('\n')) != std::string::npos) {
       std::string line = partial.substr(0, nl);
       partial.erase(0, nl + 1);
-      std::smatch m;
       std::lock_guard<std::mutex> lock(mu_);
-      if (std::regex_match(line, m, kGrpc)) grpc_port_ = std::stoi(m[1]);
-      if (std::regex_match(line, m, kHttp)) http_port_ = std::stoi(m[1]);
+      if (int p = PortAfter(line, "inferd: gRPC listening on 127.0.0.1:")) grpc_port_ = p;
+      if (int p = PortAfter(line, "inferd: HTTP listening on 127.0.0.1:")) http_port_ = p;
       lines_.push_back(std::move(line));
       cv_.notify_all();
     }
