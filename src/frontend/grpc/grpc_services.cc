@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <atomic>
+#include <cstddef>
 
 #include "frontend/grpc/grpc_codec.h"
 
@@ -23,19 +24,43 @@ namespace {
   return FinishNow(ctx, Unimplemented(std::string(what) + " is not supported by this server yet"));
 }
 
+// The messages of one ModelInfer call, on a protobuf arena whose first block
+// is inline (a request and response like `simple`'s need no further
+// allocation for their fields). Shared-owned: gRPC's reference is dropped in
+// Release(); the decoded InferRequest holds another for as long as its
+// inputs point into the request.
 class InferMessageHolder final
-    : public ::grpc::MessageHolder<ModelInferRequest, ModelInferResponse> {
+    : public ::grpc::MessageHolder<ModelInferRequest, ModelInferResponse>,
+      public std::enable_shared_from_this<InferMessageHolder> {
  public:
-  InferMessageHolder() : request_(std::make_shared<ModelInferRequest>()) {
-    set_request(request_.get());
-    set_response(&response_);
+  static InferMessageHolder* Create() {
+    auto holder = std::make_shared<InferMessageHolder>();
+    holder->self_ = holder;
+    return holder.get();
   }
-  void Release() override { delete this; }
-  std::shared_ptr<const ModelInferRequest> shared_request() const { return request_; }
+  InferMessageHolder() : arena_(InlineBlock(block_, sizeof(block_))) {
+    set_request(google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena_));
+    set_response(google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena_));
+  }
+  void Release() override {
+    auto last = std::move(self_);  // may destroy *this when it goes out of scope
+  }
+  // The request, keeping the whole holder (its arena) alive.
+  std::shared_ptr<const ModelInferRequest> shared_request() {
+    return std::shared_ptr<const ModelInferRequest>(shared_from_this(), request());
+  }
 
  private:
-  std::shared_ptr<ModelInferRequest> request_;
-  ModelInferResponse response_;
+  static google::protobuf::ArenaOptions InlineBlock(char* block, size_t size) {
+    google::protobuf::ArenaOptions o;
+    o.initial_block = block;
+    o.initial_block_size = size;
+    return o;
+  }
+
+  alignas(std::max_align_t) char block_[2048];  // before arena_: it is the arena's first block
+  google::protobuf::Arena arena_;
+  std::shared_ptr<InferMessageHolder> self_;  // gRPC's reference
 };
 
 // One unary ModelInfer. Finished exactly once: by the inference completion
@@ -159,7 +184,7 @@ void BlockingWorker::Loop() {
 
 ::grpc::MessageHolder<ModelInferRequest, ModelInferResponse>*
 InferMessageAllocator::AllocateMessages() {
-  return new InferMessageHolder();
+  return InferMessageHolder::Create();
 }
 
 InferenceService::InferenceService(InferenceServer& server, BlockingWorker& worker,
