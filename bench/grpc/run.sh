@@ -106,13 +106,11 @@ encode).
 ${ROWS}
 Goal: ≥ 0.7 of the bare service at every concurrency; lowest ratio in this run: **$MIN_RATIO**.
 
-Where the difference goes: the peer answers on the gRPC thread that read the call; inferd hands
-each request to the model's instance thread and finishes the call from there (the design: front
-ends never run a model). On this 2-vCPU virtual machine one thread hand-off costs ~12 µs and
-inferd's server-side time per call at concurrency 1 is ~21 µs, of which ~19 µs is queue time (the
-instance thread waking; statistics extension), ~2 µs compute; inferd also makes ~2.7 context
-switches per call against the peer's ~0.9 (gRPC runs a custom reactor's \`OnDone\` on its
-executor thread). With many calls in flight the hand-offs overlap with other work and the ratio
-rises; with few, it is mostly wake-up latency. Numbers swing with background load on this
-machine (the peer alone varies 2x between runs); rerun on a quiet host for decisions.
+Where the time goes: the peer answers on the gRPC thread that read the call. inferd decodes,
+validates, runs \`simple\` and encodes; since a fast model with an idle instance runs inline
+on that same thread (docs/decisions.md, "Inline execution"), there is no thread hand-off per
+call any more: the hand-off (a futex wake and a context switch, ~12-20 µs on this 2-vCPU VM) had
+been ~19 µs of inferd's ~21 µs server-side time at concurrency 1. Numbers swing with background
+load on this machine (the peer alone varies 2x between runs); rerun on a quiet host for
+decisions.
 DOC
