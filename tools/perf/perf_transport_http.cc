@@ -39,10 +39,10 @@ TransportFactory MakeTransportFactory(const std::string& protocol, const std::st
                                       const std::vector<client::Tensor>& inputs, bool streaming) {
   if (protocol == "grpc") return MakeGrpcTransportFactory(url, model, version, inputs, streaming);
   auto body = std::make_shared<std::string>();
-  const size_t header = client::HttpClient::BuildInferBody(inputs, {}, "", *body);
-  std::string path = "/v2/models/" + model;
-  if (!version.empty()) path += "/versions/" + version;
-  path += "/infer";
+  client::InferRequest request;
+  request.inputs = inputs;
+  const size_t header = client::HttpClient::BuildInferBody(request, *body);
+  const std::string path = client::HttpClient::InferPath(model, version);
   return [url, path, body = std::shared_ptr<const std::string>(body), header](std::string&) {
     return std::unique_ptr<Transport>(new HttpTransport(url, path, body, header));
   };
