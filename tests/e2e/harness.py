@@ -193,6 +193,7 @@ class ServerTestCase(unittest.TestCase):
     """
 
     SERVER_ARGS = ()
+    SERVER_CLASS = None  # a Server subclass to start instead of Server
     server = None
     client = None
 
@@ -208,7 +209,7 @@ class ServerTestCase(unittest.TestCase):
         try:
             repos = cls.build_repository(cls.tmp)
             cls.repos = [repos] if isinstance(repos, str) else list(repos)
-            cls.server = Server(cls.repos, cls.SERVER_ARGS)
+            cls.server = (cls.SERVER_CLASS or Server)(cls.repos, cls.SERVER_ARGS)
             cls.server.start()
             cls.client = cls.server.client()
         except BaseException:
