@@ -146,6 +146,8 @@ Tensor MakeBytesTensor(std::string name, std::vector<int64_t> shape,
 
 // An output the caller asks for; empty list in InferRequest means all.
 struct RequestedOutput {
+  RequestedOutput() = default;
+  RequestedOutput(std::string n, int64_t classes = 0) : name(std::move(n)), class_count(classes) {}
   std::string name;
   int64_t class_count = 0;  // > 0: classification labels instead of values
   std::string shm_region;   // non-empty: the server writes the output there
