@@ -79,14 +79,9 @@ class StreamTransport : public Transport {
 
 }  // namespace
 
-TransportFactory MakeGrpcTransportFactory(const std::string& url, const std::string& model,
-                                          const std::string& version,
-                                          const std::vector<client::Tensor>& inputs,
-                                          bool streaming) {
-  auto req = std::make_shared<client::InferRequest>();
-  req->model = model;
-  req->version = version;
-  req->inputs = inputs;
+TransportFactory MakeGrpcTransportFactory(const std::string& url,
+                                          const client::InferRequest& request, bool streaming) {
+  auto req = std::make_shared<client::InferRequest>(request);
   return [url, req = std::shared_ptr<const client::InferRequest>(req),
           streaming](std::string&) -> std::unique_ptr<Transport> {
     if (streaming) return std::make_unique<StreamTransport>(url, req);
