@@ -25,7 +25,7 @@ models: deps
 
 run: build models
 	@echo ""
-	@echo "inferd is starting on HTTP :8000 (gRPC :8001 and metrics :8002 come with later releases)."
+	@echo "inferd is starting: HTTP :8000, gRPC :8001, Prometheus metrics :8002."
 	@echo "Try, from another terminal:"
 	@echo "  curl localhost:8000/v2/health/ready"
 	@echo "  curl localhost:8000/v2/models/simple"

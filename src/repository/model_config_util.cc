@@ -7,10 +7,23 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <charconv>
+#include <optional>
 #include <set>
 
 namespace inferd {
 namespace {
+
+// Model parameter: SchedulerConfig::inline_max_exec_us (microseconds).
+constexpr char kInlineExecutionParameter[] = "inline_execution_max_us";
+
+// The value of the inline-execution parameter, if it is a decimal integer.
+std::optional<uint64_t> ParseInlineMaxExecUs(const std::string& text) {
+  uint64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
 
 class ErrorCollector : public google::protobuf::io::ErrorCollector {
  public:
@@ -151,6 +164,14 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
   AutoCompleteBackend(c);
   const bool ensemble = c.platform() == "ensemble";
 
+  if (auto it = c.parameters().find(kInlineExecutionParameter); it != c.parameters().end()) {
+    if (!ParseInlineMaxExecUs(it->second.string_value())) {
+      return InvalidArgument(std::string("parameter '") + kInlineExecutionParameter +
+                             "' must be a non-negative integer (microseconds), got '" +
+                             it->second.string_value().substr(0, 64) + "'");
+    }
+  }
+
   if (!c.has_version_policy()) c.mutable_version_policy()->mutable_latest()->set_num_versions(1);
   if (c.version_policy().has_latest() && c.version_policy().latest().num_versions() == 0) {
     return InvalidArgument("'version_policy.latest.num_versions' must be >= 1");
@@ -271,6 +292,9 @@ QueuePolicy ToQueuePolicy(const inference::ModelQueuePolicy& p) {
 SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& c) {
   SchedulerConfig s;
   s.max_batch_size = c.max_batch_size();
+  if (auto it = c.parameters().find(kInlineExecutionParameter); it != c.parameters().end()) {
+    s.inline_max_exec_us = ParseInlineMaxExecUs(it->second.string_value()).value_or(0);
+  }
   if (c.platform() == "ensemble") {
     s.kind = SchedulerConfig::Kind::kEnsemble;
     for (const auto& st : c.ensemble_scheduling().step()) {

@@ -50,7 +50,10 @@ std::string BatchSignature(const InferRequest& request, bool batching) {
 DynamicBatchScheduler::DynamicBatchScheduler(
     ModelIdentity model, const SchedulerConfig& config,
     std::vector<std::unique_ptr<BackendInstance>> instances, ModelStats* stats, Clock* clock)
-    : ctx_{std::move(model), stats, clock}, instances_(std::move(instances)) {
+    : ctx_{std::move(model), stats, clock},
+      instances_(std::move(instances)),
+      inline_max_exec_ns_(
+          config.kind == SchedulerConfig::Kind::kNone ? config.inline_max_exec_us * 1000 : 0) {
   policy_.batching = config.kind == SchedulerConfig::Kind::kDynamic && config.max_batch_size > 0;
   policy_.max_batch_size = std::max<int64_t>(1, config.max_batch_size);
   if (config.kind == SchedulerConfig::Kind::kDynamic) {
@@ -65,8 +68,10 @@ DynamicBatchScheduler::DynamicBatchScheduler(
     levels_[l].policy = it != config_.priority_policies.end() ? it->second : config_.default_policy;
   }
   if (config_.preserve_ordering) ordering_ = std::make_shared<Ordering>();
-  for (auto& inst : instances_) {
-    threads_.emplace_back([this, i = inst.get()] { InstanceLoop(i); });
+  slots_.resize(instances_.size());
+  for (size_t i = 0; i < instances_.size(); ++i) {
+    slots_[i].instance = instances_[i].get();
+    threads_.emplace_back([this, slot = &slots_[i]] { InstanceLoop(slot); });
   }
 }
 
@@ -116,10 +121,55 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
     timeout_us = timeout_us == 0 ? req.timeout_us : std::min(timeout_us, req.timeout_us);
   }
   if (timeout_us > 0) pending->deadline = pending->arrival + std::chrono::microseconds(timeout_us);
+  if (Slot* slot = LendIdleInstanceLocked()) {
+    lock.unlock();
+    RunInline(slot, std::move(pending));
+    return;
+  }
   if (ctx_.stats) ctx_.stats->AddPending(1);
   lv.queue.push_back(std::move(pending));
+  // A lent instance's thread ignores wake-ups: make sure a free one hears.
+  const bool any_lent = inline_runs_ > 0;
   lock.unlock();
-  cv_.notify_one();
+  any_lent ? cv_.notify_all() : cv_.notify_one();
+}
+
+DynamicBatchScheduler::Slot* DynamicBatchScheduler::LendIdleInstanceLocked() {
+  if (inline_max_exec_ns_ == 0 || !EmptyLocked() ||
+      avg_exec_ns_.load(std::memory_order_relaxed) > inline_max_exec_ns_) {
+    return nullptr;
+  }
+  for (Slot& slot : slots_) {
+    if (slot.idle && !slot.lent) {
+      slot.lent = true;
+      ++inline_runs_;
+      return &slot;
+    }
+  }
+  return nullptr;
+}
+
+void DynamicBatchScheduler::RunInline(Slot* slot, std::unique_ptr<PendingRequest> pending) {
+  std::vector<std::unique_ptr<PendingRequest>> batch;
+  batch.push_back(std::move(pending));
+  const auto start = std::chrono::steady_clock::now();
+  RunBatch(ctx_, *slot->instance, batch);
+  RecordExecution(std::chrono::steady_clock::now() - start);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot->lent = false;
+    --inline_runs_;
+  }
+  // The instance's thread, and Stop, re-check their conditions.
+  cv_.notify_all();
+}
+
+void DynamicBatchScheduler::RecordExecution(std::chrono::steady_clock::duration d) {
+  const auto ns = static_cast<uint64_t>(
+      std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
+  uint64_t avg = avg_exec_ns_.load(std::memory_order_relaxed);
+  // A racy update is fine: this only steers where requests run.
+  avg_exec_ns_.store(avg == UINT64_MAX ? ns : avg - avg / 8 + ns / 8, std::memory_order_relaxed);
 }
 
 void DynamicBatchScheduler::Stop() {
@@ -131,6 +181,9 @@ void DynamicBatchScheduler::Stop() {
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
+  // Inline runs use the instances too: wait until the last one returns.
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return inline_runs_ == 0; });
 }
 
 bool DynamicBatchScheduler::EmptyLocked() const {
@@ -168,12 +221,17 @@ void DynamicBatchScheduler::ExpireLocked(
   sweep(delayed_, nullptr);
 }
 
-void DynamicBatchScheduler::InstanceLoop(BackendInstance* instance) {
+void DynamicBatchScheduler::InstanceLoop(Slot* slot) {
+  BackendInstance* instance = slot->instance;
   std::vector<std::unique_ptr<PendingRequest>> batch;
   std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>> failed;
   std::vector<BatchCandidate> view;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
+    if (slot->lent) {  // a caller runs a request on this instance
+      cv_.wait(lock);
+      continue;
+    }
     const auto now = ctx_.clock->Now();
     ExpireLocked(now, failed);
     if (!failed.empty()) {
@@ -191,7 +249,9 @@ void DynamicBatchScheduler::InstanceLoop(BackendInstance* instance) {
     }
     if (EmptyLocked()) {
       if (stopping_) return;
+      slot->idle = true;
       ctx_.clock->WaitUntil(lock, cv_, Clock::TimePoint::max());
+      slot->idle = false;
       continue;
     }
     // Serving order: priority levels (1 first), then delayed requests.
@@ -224,9 +284,12 @@ void DynamicBatchScheduler::InstanceLoop(BackendInstance* instance) {
     }
     if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
     const bool more = !EmptyLocked();
+    const bool any_lent = inline_runs_ > 0;
     lock.unlock();
-    if (more) cv_.notify_one();  // another free instance may take the rest
+    if (more) any_lent ? cv_.notify_all() : cv_.notify_one();  // a free instance takes the rest
+    const auto start = std::chrono::steady_clock::now();
     RunBatch(ctx_, *instance, batch);
+    if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
     lock.lock();
   }
 }

@@ -6,10 +6,15 @@
 //
 // Threading: one thread per instance; each, when free, takes the next batch
 // under the queue lock and runs it outside the lock. An instance never runs
-// two batches at once. Completions run on instance threads, or on the
-// caller's thread for an immediate rejection.
+// two batches at once. Without dynamic batching, a request that finds the
+// queue empty and an instance idle may instead run on the caller's thread
+// (inline execution, for models whose executions are short: see
+// SchedulerConfig::inline_max_exec_us); the instance is lent for that run.
+// Completions run on instance threads, or on the caller's thread for an
+// immediate rejection or an inline run.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -43,7 +48,21 @@ class DynamicBatchScheduler : public Scheduler {
     std::deque<std::unique_ptr<PendingRequest>> queue;
   };
 
-  void InstanceLoop(BackendInstance* instance);
+  // An instance and the state of its thread, guarded by mu_.
+  struct Slot {
+    BackendInstance* instance = nullptr;
+    bool idle = false;  // its thread waits for work, the instance runs nothing
+    bool lent = false;  // running a request on a caller's thread
+  };
+
+  void InstanceLoop(Slot* slot);
+  // Lends an idle instance to the caller when inline execution applies;
+  // nullptr otherwise. Called under mu_ with the request not yet queued.
+  Slot* LendIdleInstanceLocked();
+  // Runs `pending` on a lent instance, on this thread, and returns it.
+  void RunInline(Slot* slot, std::unique_ptr<PendingRequest> pending);
+  // Records how long an execution took (for the inline decision).
+  void RecordExecution(std::chrono::steady_clock::duration d);
   // Removes cancelled and timed-out requests (REJECT fails them; DELAY moves
   // them behind every other request). Returns those to fail.
   void ExpireLocked(Clock::TimePoint now,
@@ -56,12 +75,17 @@ class DynamicBatchScheduler : public Scheduler {
   BatchPolicy policy_;
   DynamicBatchingConfig config_;
   std::vector<std::unique_ptr<BackendInstance>> instances_;
+  std::vector<Slot> slots_;  // one per instance; fixed after construction
+  const uint64_t inline_max_exec_ns_;
+  // Moving average of execution times in ns; max() until the first one.
+  std::atomic<uint64_t> avg_exec_ns_{UINT64_MAX};
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<uint64_t, Level> levels_;                     // guarded by mu_; 1 = highest
   std::deque<std::unique_ptr<PendingRequest>> delayed_;  // guarded by mu_
   bool stopping_ = false;                                // guarded by mu_
+  int inline_runs_ = 0;                                  // guarded by mu_; Stop waits for them
   uint64_t next_sequence_ = 0;                           // guarded by mu_
   std::vector<std::thread> threads_;
 

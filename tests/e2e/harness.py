@@ -193,7 +193,7 @@ class ServerTestCase(unittest.TestCase):
     """
 
     SERVER_ARGS = ()
-    SERVER_CLASS = None  # a Server subclass to start instead of Server
+    SERVER_CLASS = None  # harness.Server unless a subclass names another launcher
     server = None
     client = None
 

@@ -15,14 +15,13 @@ import re
 import shutil
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import unittest
 import urllib.parse
 import urllib.request
 
-from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, Server, add_sub_config, http_request_bytes,
+from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, Server, ServerTestCase, add_sub_config, http_request_bytes,
                      model_config, raw_connect, wait_until, write_model)
 
 METRICS_RE = re.compile(r"^inferd: metrics listening on 127\.0\.0\.1:(\d+)\s*$")
@@ -188,36 +187,13 @@ def metric_names_in(text):
     return names
 
 
-class MetricsServerTestCase(unittest.TestCase):
-    SERVER_ARGS = ()
-    server = None
+class MetricsServerTestCase(ServerTestCase):
+    """harness.ServerTestCase with the metrics listener on (build_repository: one folder)."""
+    SERVER_CLASS = MetricsServer
 
     @classmethod
     def build_repository(cls, root):
         raise NotImplementedError
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="inferd-metrics-")
-        try:
-            cls.server = MetricsServer([cls.build_repository(cls.tmp)], cls.SERVER_ARGS).start()
-            cls.client = cls.server.client()
-        except BaseException:
-            if cls.server is not None:
-                cls.server.stop()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            if cls.server is not None:
-                cls.server.stop()
-        finally:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    def diag(self):
-        return "\n" + self.server.log_tail(30)
 
 
 # --------------------------------------------------------------------------------------------

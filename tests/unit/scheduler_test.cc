@@ -1,7 +1,9 @@
 // The threaded scheduler shells, driven by a fake clock: no sleeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "backend/builtin/builtin_backends.h"
 #include "fake_clock.h"
@@ -262,6 +264,100 @@ TEST_F(DynamicSchedulerTest, StopDrainsQueuedRequests) {
 }
 
 // ---- sequences ----------------------------------------------------------------
+
+// Records the thread each execution ran on; optionally takes a while.
+class ThreadRecordingInstance : public BackendInstance {
+ public:
+  ThreadRecordingInstance(std::vector<std::thread::id>* threads, std::mutex* mu,
+                          std::chrono::microseconds work)
+      : threads_(threads), mu_(mu), work_(work) {}
+  void Execute(std::span<ExecutionItem> batch) override {
+    if (work_.count() > 0) std::this_thread::sleep_for(work_);
+    for (auto& item : batch) {
+      const InferInput& in = item.request->inputs[0];
+      auto& o = item.response->AddOutput("OUTPUT0", in.datatype, in.shape, in.data.byte_size);
+      std::memcpy(o.buffer.data(), in.data.data, in.data.byte_size);
+    }
+    std::lock_guard<std::mutex> lock(*mu_);
+    threads_->push_back(std::this_thread::get_id());
+  }
+
+ private:
+  std::vector<std::thread::id>* threads_;
+  std::mutex* mu_;
+  std::chrono::microseconds work_;
+};
+
+// Runs `n` requests one after another on a scheduler without dynamic
+// batching; returns how many executed on the calling (test) thread.
+size_t RunSequentially(uint64_t inline_max_exec_us, std::chrono::microseconds work, int n) {
+  std::vector<std::thread::id> threads;
+  std::mutex mu;
+  SchedulerConfig c;
+  c.kind = SchedulerConfig::Kind::kNone;
+  c.inline_max_exec_us = inline_max_exec_us;
+  std::vector<std::unique_ptr<BackendInstance>> inst;
+  inst.push_back(std::make_unique<ThreadRecordingInstance>(&threads, &mu, work));
+  testing::FakeClock clock;
+  ModelStats stats;
+  Results results;
+  {
+    DynamicBatchScheduler s(ModelIdentity{"m", 1}, c, std::move(inst), &stats, &clock);
+    for (int i = 0; i < n; ++i) {
+      s.Enqueue(Request("r" + std::to_string(i), i, results));
+      EXPECT_TRUE(results.WaitFor(static_cast<size_t>(i) + 1));
+      // Give the instance thread time to go back to waiting for work.
+      std::this_thread::sleep_for(200us);
+    }
+  }
+  EXPECT_EQ(results.value["r" + std::to_string(n - 1)], n - 1);
+  EXPECT_EQ(stats.Snapshot().success.count, static_cast<uint64_t>(n));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(threads.size(), static_cast<size_t>(n));
+  return static_cast<size_t>(
+      std::count(threads.begin(), threads.end(), std::this_thread::get_id()));
+}
+
+TEST(InlineExecutionTest, FastModelRunsOnTheCallersThreadOnceMeasured) {
+  const size_t inline_runs = RunSequentially(100, 0us, 20);
+  EXPECT_GE(inline_runs, 1u);
+  EXPECT_LE(inline_runs, 19u);  // the first execution is measured on the instance thread
+}
+
+TEST(InlineExecutionTest, OffWhenDisabledOrTheModelIsSlow) {
+  EXPECT_EQ(RunSequentially(0, 0us, 10), 0u);
+  EXPECT_EQ(RunSequentially(100, 2000us, 10), 0u);
+}
+
+TEST(InlineExecutionTest, StopWaitsForInlineRunsAndQueuedRequestsStillRun) {
+  // Several callers at once on two instances: some run inline, the rest
+  // queue; every request completes, and destroying the scheduler is safe.
+  std::vector<std::thread::id> threads;
+  std::mutex mu;
+  SchedulerConfig c;
+  c.kind = SchedulerConfig::Kind::kNone;
+  std::vector<std::unique_ptr<BackendInstance>> inst;
+  for (int i = 0; i < 2; ++i) {
+    inst.push_back(std::make_unique<ThreadRecordingInstance>(&threads, &mu, 20us));
+  }
+  testing::FakeClock clock;
+  ModelStats stats;
+  Results results;
+  {
+    DynamicBatchScheduler s(ModelIdentity{"m", 1}, c, std::move(inst), &stats, &clock);
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t) {
+      callers.emplace_back([&, t] {
+        for (int i = 0; i < 50; ++i) {
+          s.Enqueue(Request("c" + std::to_string(t) + "_" + std::to_string(i), i, results));
+        }
+      });
+    }
+    for (auto& t : callers) t.join();
+    ASSERT_TRUE(results.WaitFor(200));
+  }
+  EXPECT_EQ(stats.Snapshot().success.count, 200u);
+}
 
 class SequenceSchedulerTest : public ::testing::Test {
  protected:
