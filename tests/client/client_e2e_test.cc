@@ -1,7 +1,10 @@
 // libinferclient against a real inferd process (loopback ports picked by the
 // kernel, process stopped by the test): every Client operation over HTTP and
 // gRPC, asynchronous inference, gRPC streaming, and the typed helpers.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -69,7 +72,7 @@ class Server {
     proc_ = std::make_unique<InferdProcess>(std::vector<std::string>{
         "--model-repository=" + repo_.path(), "--model-control-mode=explicit", "--load-model=*",
         "--http-address=127.0.0.1", "--http-port=0", "--grpc-address=127.0.0.1", "--grpc-port=0",
-        "--allow-metrics=false"});
+        "--allow-metrics=false", "--allow-client-shm=true"});
     if (!proc_->Start(&error_)) proc_.reset();
   }
   TempRepository repo_;
@@ -237,6 +240,52 @@ TEST_P(ClientTest, RepositoryLoadAndUnload) {
   ClientStatus st = client_->LoadModel("no_such_model");
   EXPECT_FALSE(st.ok);
   EXPECT_NE(st.message.find("no_such_model"), std::string::npos) << st.message;
+}
+
+TEST_P(ClientTest, SystemSharedMemoryInputsAndOutputs) {
+  // One region: INPUT0, INPUT1, then room for both outputs.
+  const std::string name = "client-e2e-" + GetParam();
+  const std::string key = "/" + name + "-" + std::to_string(getpid());
+  const int fd = shm_open(key.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 256), 0);
+  auto* mem = static_cast<int32_t*>(mmap(nullptr, 256, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  close(fd);
+  ASSERT_NE(mem, MAP_FAILED);
+  for (int i = 0; i < 16; ++i) {
+    mem[i] = i;
+    mem[16 + i] = 5;
+  }
+  ClientStatus reg = client_->RegisterSystemSharedMemory(name, key, 0, 256);
+  ASSERT_TRUE(reg.ok) << reg.message;
+  InferRequest req = SimpleRequest(0);
+  for (size_t i = 0; i < 2; ++i) {
+    req.inputs[i].data.clear();
+    req.inputs[i].shm_region = name;
+    req.inputs[i].shm_offset = 64 * i;
+    req.inputs[i].shm_byte_size = 64;
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    RequestedOutput o("OUTPUT" + std::to_string(i));
+    o.shm_region = name;
+    o.shm_offset = 128 + 64 * i;
+    o.shm_byte_size = 64;
+    req.outputs.push_back(o);
+  }
+  InferResult r;
+  ClientStatus st = client_->Infer(req, r);
+  EXPECT_TRUE(st.ok) << st.message;
+  EXPECT_TRUE(r.ok()) << r.error;
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(mem[32 + i], i + 5);
+    EXPECT_EQ(mem[48 + i], i - 5);
+  }
+  EXPECT_TRUE(client_->UnregisterSystemSharedMemory(name).ok);
+  st = client_->Infer(req, r);  // the region is gone: the server says so
+  EXPECT_TRUE(st.ok) << st.message;
+  EXPECT_NE(r.error.find(name), std::string::npos) << r.error;
+  munmap(mem, 256);
+  shm_unlink(key.c_str());
 }
 
 TEST_P(ClientTest, UnreachableServer) {

@@ -4,39 +4,15 @@ every command, readable and --json output, and its errors and exit codes."""
 
 import json
 import os
-import re
 import struct
 import subprocess
 import tempfile
-import time
 import unittest
 
 import harness
-from harness import Server, ServerTestCase
+from harness import GrpcServer, ServerTestCase
 
 INFER = os.environ.get("INFER_BIN") or os.path.join(harness.REPO_ROOT, "build", "bin", "infer")
-GRPC_RE = re.compile(r"^inferd: gRPC listening on 127\.0\.0\.1:(\d+)\s*$")
-
-
-class GrpcServer(Server):
-    """harness.Server with the gRPC front end on too (loopback, port 0)."""
-
-    def command(self):
-        cmd = [c for c in super().command() if c != "--allow-grpc=false"]
-        return cmd + ["--grpc-address", "127.0.0.1", "--grpc-port", "0"]
-
-    def start(self):
-        super().start()
-        deadline = time.monotonic() + harness.STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            for line in self.log():
-                m = GRPC_RE.match(line)
-                if m:
-                    self.grpc_port = int(m.group(1))
-                    return self
-            time.sleep(0.05)
-        self.kill()
-        raise harness.ServerError("no gRPC listening line\n" + self.log_tail())
 
 
 class InferCliTest(ServerTestCase):

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import unittest
 
-from harness import ServerTestCase
+from harness import GrpcServer, ServerTestCase
 
 PERF = os.environ.get("INFER_PERF_BIN") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin", "infer-perf")
@@ -83,6 +83,7 @@ class InferPerfSharedMemoryTest(ServerTestCase):
     """--shared-memory system against a server that allows client regions."""
 
     SERVER_ARGS = ("--allow-client-shm=true",)
+    SERVER_CLASS = GrpcServer
     run_perf = InferPerfTest.run_perf
 
     def regions(self):
@@ -101,6 +102,19 @@ class InferPerfSharedMemoryTest(ServerTestCase):
         # The region is gone from the server and from /dev/shm afterwards.
         self.assertEqual(self.regions(), [])
         self.assertFalse([f for f in os.listdir("/dev/shm") if f.startswith("infer-perf-")])
+
+    def test_simple_through_shared_memory_over_grpc(self):
+        env = dict(os.environ, INFER_PERF_HTTP_URL="127.0.0.1:%d" % self.server.port)
+        for extra in ([], ["--streaming"]):
+            cmd = [PERF, "-i", "grpc", "-u", "127.0.0.1:%d" % self.server.grpc_port, "-m", "simple",
+                   "--shared-memory", "system", "--measurement-interval", "300", "--warmup-ms",
+                   "100", "--max-trials", "2", "--json"] + extra
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(p.returncode, 0, "%s\n%s%s" % (cmd, p.stdout, p.stderr))
+            r = json.loads(p.stdout)["results"][0]
+            self.assertGreater(r["requests"], 0)
+            self.assertEqual(r["errors"], 0)
+            self.assertEqual(self.regions(), [])
 
     def test_variable_shapes_and_a_given_output_size(self):
         self.run_perf("-m", "identity", "--shape", "INPUT0:4", "--shared-memory", "system",
