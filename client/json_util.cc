@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -103,6 +104,22 @@ bool AppendOne(const rapidjson::Value& v, const std::string& dt, std::string& ou
   return true;
 }
 
+// The shortest text that reads back as the same float (0.1f prints as
+// 0.1, not 0.10000000149011612). FP64 keeps rapidjson's shortest double.
+void WriteFloat(rapidjson::Writer<rapidjson::StringBuffer>& w, float f) {
+  if (!std::isfinite(f)) {
+    // Not JSON numbers; written the way Python's json module reads them.
+    const char* t = std::isnan(f) ? "NaN" : f > 0 ? "Infinity" : "-Infinity";
+    w.RawValue(t, std::strlen(t), rapidjson::kNumberType);
+    return;
+  }
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, f);
+  std::string text(buf, res.ptr);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  w.RawValue(text.c_str(), text.size(), rapidjson::kNumberType);
+}
+
 template <typename T>
 T Load(const char* p) {
   T v;
@@ -181,16 +198,16 @@ std::string DataToJson(const Tensor& t) {
       else if (dt == "UINT64")
         w.Uint64(detail::Load<uint64_t>(p));
       else if (dt == "FP32")
-        w.Double(detail::Load<float>(p));
+        detail::WriteFloat(w, detail::Load<float>(p));
       else if (dt == "FP64")
         w.Double(detail::Load<double>(p));
       else if (dt == "FP16")
-        w.Double(detail::FromHalf(detail::Load<uint16_t>(p)));
+        detail::WriteFloat(w, detail::FromHalf(detail::Load<uint16_t>(p)));
       else if (dt == "BF16") {
         const uint32_t x = uint32_t(detail::Load<uint16_t>(p)) << 16;
         float f;
         std::memcpy(&f, &x, 4);
-        w.Double(f);
+        detail::WriteFloat(w, f);
       }
     }
   }

@@ -13,7 +13,7 @@ TMP=$(mktemp -d); PIDS=(); trap 'cleanup; rm -rf "$TMP"' EXIT
 MODELS="$ROOT/examples/models"
 [ -f "$MODELS/resnet18/1/model.pt" ] || { echo "missing resnet18: run make models"; exit 1; }
 BOUND="${BOUND:-3}"
-FRACTIONS="${FRACTIONS:-0.5 0.6 0.7 0.8 0.9 1.0}"
+FRACTIONS="${FRACTIONS:-0.3 0.5 0.7 0.8 0.9 1.0}"
 
 mkdir -p "$TMP/models/resnet18/1" "$TMP/models/delay/1"
 cp "$MODELS/resnet18/config.pbtxt" "$TMP/models/resnet18/"

@@ -371,6 +371,8 @@ TEST(TensorTest, TypedHelpersAndJson) {
   EXPECT_EQ(t.datatype, "FP32");
   EXPECT_EQ(t.ElementCount(), 4);
   EXPECT_EQ(DataToJson(t), "[1.0,2.5,-3.0,4.0]");
+  EXPECT_EQ(DataToJson(MakeTensor<float>("f", {3}, {0.1f, 1e-7f, -2.0f / 3})),
+            "[0.1,1e-07,-0.6666667]");
   EXPECT_FALSE(t.ToVector<int32_t>());
 
   Tensor u;

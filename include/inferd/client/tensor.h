@@ -129,7 +129,8 @@ struct Tensor {
 // must match `t.shape`. An error names the problem.
 ClientStatus SetDataFromJson(Tensor& t, std::string_view json_array);
 // The tensor's values as a flat JSON array (BYTES elements as strings,
-// their bytes copied as they are).
+// their bytes copied as they are; floats in their shortest exact form; NaN
+// and infinities as NaN/Infinity/-Infinity, which strict JSON lacks).
 std::string DataToJson(const Tensor& t);
 
 // Builds an input tensor from typed values.
