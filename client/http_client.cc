@@ -8,7 +8,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <optional>
+#include <thread>
+
+#include "json_util.h"
 
 namespace inferd::client {
 
@@ -57,7 +63,7 @@ class HttpClient::Impl {
                              ec == net::error::connection_reset)) {
           continue;
         }
-        return {false, "reading the response failed: " + ec.message()};
+        return ClientStatus::Unreachable("reading the response failed: " + ec.message());
       }
       auto res = parser.release();
       out.status = static_cast<int>(res.result_int());
@@ -71,7 +77,7 @@ class HttpClient::Impl {
       if (!res.keep_alive()) Reset();
       return {};
     }
-    return {false, "cannot send the request to " + host_ + ":" + port_};
+    return ClientStatus::Unreachable("cannot send the request to " + host_ + ":" + port_);
   }
 
  private:
@@ -79,12 +85,13 @@ class HttpClient::Impl {
     beast::error_code ec;
     tcp::resolver resolver(ioc_);
     auto results = resolver.resolve(host_, port_, ec);
-    if (ec) return {false, "cannot resolve " + host_ + ": " + ec.message()};
+    if (ec) return ClientStatus::Unreachable("cannot resolve " + host_ + ": " + ec.message());
     socket_.emplace(ioc_);
     net::connect(*socket_, results, ec);
     if (ec) {
       Reset();
-      return {false, "cannot connect to " + host_ + ":" + port_ + ": " + ec.message()};
+      return ClientStatus::Unreachable("cannot connect to " + host_ + ":" + port_ + ": " +
+                                       ec.message());
     }
     socket_->set_option(tcp::no_delay(true), ec);
     return {};
@@ -102,7 +109,96 @@ class HttpClient::Impl {
   std::string host_, port_;
 };
 
-HttpClient::HttpClient(const std::string& url) : impl_(std::make_unique<Impl>(url)) {}
+// Runs asynchronous requests one after another on its own connection.
+class HttpClient::AsyncWorker {
+ public:
+  explicit AsyncWorker(const std::string& url) : conn_(url), thread_([this] { Run(); }) {}
+  ~AsyncWorker() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Push(InferRequest request, InferCallback done) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.emplace_back(std::move(request), std::move(done));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Run() {
+    for (;;) {
+      std::pair<InferRequest, InferCallback> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and everything queued is done
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      std::string body;
+      const size_t header = BuildInferBody(job.first, body);
+      HttpResponse res;
+      InferResult result;
+      ClientStatus st =
+          conn_.Request(bhttp::verb::post, InferPath(job.first.model, job.first.version), body,
+                        {{"Inference-Header-Content-Length", std::to_string(header)},
+                         {"Content-Type", "application/octet-stream"}},
+                        res);
+      if (st.ok) st = ParseInferResponse(res, result);
+      if (job.second) job.second(std::move(st), std::move(result));
+    }
+  }
+
+  Impl conn_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<InferRequest, InferCallback>> queue_;  // guarded by mu_
+  bool stop_ = false;                                         // guarded by mu_
+  std::thread thread_;  // last: starts after the members it uses
+};
+
+namespace {
+
+std::string ModelPath(const std::string& model, const std::string& version) {
+  std::string path = "/v2/models/" + model;
+  if (!version.empty()) path += "/versions/" + version;
+  return path;
+}
+
+// The server's error message of a non-200 answer, or the body's start.
+std::string ErrorOf(const HttpResponse& r) {
+  rapidjson::Document d;
+  d.Parse(r.body.c_str(), r.body.size());
+  std::string msg =
+      !d.HasParseError() && d.IsObject() && d.HasMember("error") && d["error"].IsString()
+          ? d["error"].GetString()
+          : r.body.substr(0, 200);
+  return "HTTP " + std::to_string(r.status) + ": " + msg;
+}
+
+std::vector<TensorMetadata> TensorList(const rapidjson::Value& d, const char* key) {
+  std::vector<TensorMetadata> out;
+  if (!d.HasMember(key) || !d[key].IsArray()) return out;
+  for (const auto& t : d[key].GetArray()) {
+    TensorMetadata m;
+    m.name = detail::StringMember(t, "name");
+    m.datatype = detail::StringMember(t, "datatype");
+    if (t.HasMember("shape") && t["shape"].IsArray())
+      for (const auto& s : t["shape"].GetArray())
+        if (s.IsInt64()) m.shape.push_back(s.GetInt64());
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace
+
+HttpClient::HttpClient(const std::string& url) : url_(url), impl_(std::make_unique<Impl>(url)) {}
 HttpClient::~HttpClient() = default;
 
 ClientStatus HttpClient::Get(const std::string& path, HttpResponse& out) {
@@ -115,19 +211,158 @@ ClientStatus HttpClient::Post(const std::string& path, const std::string& body,
   return impl_->Request(bhttp::verb::post, path, body, headers, out);
 }
 
-size_t HttpClient::BuildInferBody(const std::vector<Tensor>& inputs,
-                                  const std::vector<std::string>& outputs,
-                                  const std::string& request_id, std::string& body) {
+ClientStatus HttpClient::GetJson(const std::string& path, std::string& json) {
+  HttpResponse r;
+  ClientStatus st = Get(path, r);
+  if (!st.ok) return st;
+  if (r.status != 200) return ClientStatus::Error(ErrorOf(r));
+  json = std::move(r.body);
+  return {};
+}
+
+ClientStatus HttpClient::PostJson(const std::string& path, const std::string& body,
+                                  std::string* json) {
+  HttpResponse r;
+  ClientStatus st = Post(path, body, {{"Content-Type", "application/json"}}, r);
+  if (!st.ok) return st;
+  if (r.status != 200) return ClientStatus::Error(ErrorOf(r));
+  if (json) *json = std::move(r.body);
+  return {};
+}
+
+ClientStatus HttpClient::ServerLive(bool& live) {
+  HttpResponse r;
+  ClientStatus st = Get("/v2/health/live", r);
+  live = st.ok && r.status == 200;
+  return st;
+}
+
+ClientStatus HttpClient::ServerReady(bool& ready) {
+  HttpResponse r;
+  ClientStatus st = Get("/v2/health/ready", r);
+  ready = st.ok && r.status == 200;
+  return st;
+}
+
+ClientStatus HttpClient::ModelReady(const std::string& model, const std::string& version,
+                                    bool& ready) {
+  HttpResponse r;
+  ClientStatus st = Get(ModelPath(model, version) + "/ready", r);
+  ready = st.ok && r.status == 200;
+  if (st.ok && r.status != 200 && r.status != 400 && r.status != 404 && r.status != 503)
+    return ClientStatus::Error(ErrorOf(r));
+  return st;
+}
+
+ClientStatus HttpClient::GetServerMetadata(ServerMetadata& out, std::string* json) {
+  std::string body;
+  ClientStatus st = GetJson("/v2", body);
+  if (!st.ok) return st;
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsObject()) return ClientStatus::Error("server metadata is not JSON");
+  out.name = detail::StringMember(d, "name");
+  out.version = detail::StringMember(d, "version");
+  out.extensions.clear();
+  if (d.HasMember("extensions") && d["extensions"].IsArray())
+    for (const auto& e : d["extensions"].GetArray())
+      if (e.IsString()) out.extensions.emplace_back(e.GetString());
+  if (json) *json = std::move(body);
+  return {};
+}
+
+ClientStatus HttpClient::GetModelMetadata(const std::string& model, const std::string& version,
+                                          ModelMetadata& out, std::string* json) {
+  std::string body;
+  ClientStatus st = GetJson(ModelPath(model, version), body);
+  if (!st.ok) return st;
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsObject()) return ClientStatus::Error("model metadata is not JSON");
+  out.name = detail::StringMember(d, "name");
+  out.platform = detail::StringMember(d, "platform");
+  out.versions.clear();
+  if (d.HasMember("versions") && d["versions"].IsArray())
+    for (const auto& v : d["versions"].GetArray())
+      if (v.IsString()) out.versions.emplace_back(v.GetString());
+  out.inputs = TensorList(d, "inputs");
+  out.outputs = TensorList(d, "outputs");
+  if (json) *json = std::move(body);
+  return {};
+}
+
+ClientStatus HttpClient::GetModelConfig(const std::string& model, const std::string& version,
+                                        std::string& json) {
+  return GetJson(ModelPath(model, version) + "/config", json);
+}
+
+ClientStatus HttpClient::GetModelStatistics(const std::string& model, const std::string& version,
+                                            std::string& json) {
+  return GetJson(model.empty() ? "/v2/models/stats" : ModelPath(model, version) + "/stats", json);
+}
+
+ClientStatus HttpClient::RepositoryIndex(std::vector<RepositoryEntry>& out, std::string* json) {
+  std::string body;
+  ClientStatus st = PostJson("/v2/repository/index", "{}", &body);
+  if (!st.ok) return st;
+  rapidjson::Document d;
+  d.Parse(body.c_str(), body.size());
+  if (d.HasParseError() || !d.IsArray())
+    return ClientStatus::Error("the index is not a JSON array");
+  out.clear();
+  for (const auto& e : d.GetArray()) {
+    if (!e.IsObject()) continue;
+    out.push_back({detail::StringMember(e, "name"), detail::StringMember(e, "version"),
+                   detail::StringMember(e, "state"), detail::StringMember(e, "reason")});
+  }
+  if (json) *json = std::move(body);
+  return {};
+}
+
+ClientStatus HttpClient::LoadModel(const std::string& model) {
+  return PostJson("/v2/repository/models/" + model + "/load", "", nullptr);
+}
+
+ClientStatus HttpClient::UnloadModel(const std::string& model) {
+  return PostJson("/v2/repository/models/" + model + "/unload", "", nullptr);
+}
+
+ClientStatus HttpClient::RegisterSystemSharedMemory(const std::string& name, const std::string& key,
+                                                    size_t offset, size_t byte_size) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
-  if (!request_id.empty()) {
+  w.Key("key");
+  w.String(key.c_str());
+  w.Key("offset");
+  w.Uint64(offset);
+  w.Key("byte_size");
+  w.Uint64(byte_size);
+  w.EndObject();
+  return PostJson("/v2/systemsharedmemory/region/" + name + "/register", buf.GetString(), nullptr);
+}
+
+ClientStatus HttpClient::UnregisterSystemSharedMemory(const std::string& name) {
+  return PostJson(name.empty() ? "/v2/systemsharedmemory/unregister"
+                               : "/v2/systemsharedmemory/region/" + name + "/unregister",
+                  "", nullptr);
+}
+
+std::string HttpClient::InferPath(const std::string& model, const std::string& version) {
+  return ModelPath(model, version) + "/infer";
+}
+
+size_t HttpClient::BuildInferBody(const InferRequest& request, std::string& body) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  if (!request.id.empty()) {
     w.Key("id");
-    w.String(request_id.c_str());
+    w.String(request.id.c_str());
   }
   w.Key("inputs");
   w.StartArray();
-  for (const auto& t : inputs) {
+  for (const auto& t : request.inputs) {
     w.StartObject();
     w.Key("name");
     w.String(t.name.c_str());
@@ -139,29 +374,72 @@ size_t HttpClient::BuildInferBody(const std::vector<Tensor>& inputs,
     w.String(t.datatype.c_str());
     w.Key("parameters");
     w.StartObject();
-    w.Key("binary_data_size");
-    w.Uint64(t.data.size());
+    if (t.shm_region.empty()) {
+      w.Key("binary_data_size");
+      w.Uint64(t.data.size());
+    } else {
+      w.Key("shared_memory_region");
+      w.String(t.shm_region.c_str());
+      w.Key("shared_memory_byte_size");
+      w.Uint64(t.shm_byte_size);
+      w.Key("shared_memory_offset");
+      w.Uint64(t.shm_offset);
+    }
     w.EndObject();
     w.EndObject();
   }
   w.EndArray();
-  if (outputs.empty()) {
+  const bool has_params = request.sequence_id != 0 || request.priority != 0 ||
+                          request.timeout_us != 0 || request.outputs.empty();
+  if (has_params) {
     w.Key("parameters");
     w.StartObject();
-    w.Key("binary_data_output");
-    w.Bool(true);
+    if (request.outputs.empty()) {
+      w.Key("binary_data_output");
+      w.Bool(true);
+    }
+    if (request.sequence_id != 0) {
+      w.Key("sequence_id");
+      w.Uint64(request.sequence_id);
+      w.Key("sequence_start");
+      w.Bool(request.sequence_start);
+      w.Key("sequence_end");
+      w.Bool(request.sequence_end);
+    }
+    if (request.priority != 0) {
+      w.Key("priority");
+      w.Int64(request.priority);
+    }
+    if (request.timeout_us != 0) {
+      w.Key("timeout");
+      w.Int64(request.timeout_us);
+    }
     w.EndObject();
-  } else {
+  }
+  if (!request.outputs.empty()) {
     w.Key("outputs");
     w.StartArray();
-    for (const auto& o : outputs) {
+    for (const auto& o : request.outputs) {
       w.StartObject();
       w.Key("name");
-      w.String(o.c_str());
+      w.String(o.name.c_str());
       w.Key("parameters");
       w.StartObject();
-      w.Key("binary_data");
-      w.Bool(true);
+      if (o.shm_region.empty()) {
+        w.Key("binary_data");
+        w.Bool(true);
+      } else {
+        w.Key("shared_memory_region");
+        w.String(o.shm_region.c_str());
+        w.Key("shared_memory_byte_size");
+        w.Uint64(o.shm_byte_size);
+        w.Key("shared_memory_offset");
+        w.Uint64(o.shm_offset);
+      }
+      if (o.class_count > 0) {
+        w.Key("classification");
+        w.Int64(o.class_count);
+      }
       w.EndObject();
       w.EndObject();
     }
@@ -169,34 +447,21 @@ size_t HttpClient::BuildInferBody(const std::vector<Tensor>& inputs,
   }
   w.EndObject();
   size_t total = buf.GetSize();
-  for (const auto& t : inputs) total += t.data.size();
+  for (const auto& t : request.inputs) total += t.data.size();
   body.clear();
   body.reserve(total);
   body.append(buf.GetString(), buf.GetSize());
-  for (const auto& t : inputs) body.append(t.data);
+  for (const auto& t : request.inputs)
+    if (t.shm_region.empty()) body.append(t.data);
   return buf.GetSize();
 }
 
-ClientStatus HttpClient::Infer(const std::string& model, const std::string& version,
-                               const std::vector<Tensor>& inputs,
-                               const std::vector<std::string>& outputs, InferResult& result,
-                               const std::string& request_id) {
-  std::string body;
-  const size_t header = BuildInferBody(inputs, outputs, request_id, body);
-  std::string path = "/v2/models/" + model;
-  if (!version.empty()) path += "/versions/" + version;
-  path += "/infer";
-  HttpResponse res;
-  ClientStatus st = Post(path, body,
-                         {{"Inference-Header-Content-Length", std::to_string(header)},
-                          {"Content-Type", "application/octet-stream"}},
-                         res);
-  if (!st.ok) return st;
+ClientStatus HttpClient::ParseInferResponse(HttpResponse& res, InferResult& result) {
   result = InferResult{};
   result.status = res.status;
   size_t json_len = res.body.size();
   if (auto it = res.headers.find("inference-header-content-length"); it != res.headers.end()) {
-    json_len = std::min<size_t>(std::stoull(it->second), res.body.size());
+    json_len = std::min<size_t>(std::strtoull(it->second.c_str(), nullptr, 10), res.body.size());
   }
   result.json = res.body.substr(0, json_len);
   rapidjson::Document d;
@@ -205,26 +470,55 @@ ClientStatus HttpClient::Infer(const std::string& model, const std::string& vers
     return {false, "the server's response is not JSON (HTTP " + std::to_string(res.status) + ")"};
   }
   if (res.status != 200) {
-    result.error = d.HasMember("error") && d["error"].IsString() ? d["error"].GetString() : "";
+    result.error = detail::StringMember(d, "error");
+    if (result.error.empty()) result.error = "HTTP " + std::to_string(res.status);
     return {};
   }
+  result.model_name = detail::StringMember(d, "model_name");
+  result.model_version = detail::StringMember(d, "model_version");
+  result.id = detail::StringMember(d, "id");
   size_t offset = json_len;
   if (d.HasMember("outputs") && d["outputs"].IsArray()) {
     for (const auto& o : d["outputs"].GetArray()) {
+      if (!o.IsObject()) return {false, "an output of the response is not an object"};
       Tensor t;
-      t.name = o["name"].GetString();
-      t.datatype = o["datatype"].GetString();
-      for (const auto& s : o["shape"].GetArray()) t.shape.push_back(s.GetInt64());
-      if (o.HasMember("parameters") && o["parameters"].HasMember("binary_data_size")) {
+      t.name = detail::StringMember(o, "name");
+      t.datatype = detail::StringMember(o, "datatype");
+      if (o.HasMember("shape") && o["shape"].IsArray())
+        for (const auto& s : o["shape"].GetArray())
+          if (s.IsInt64()) t.shape.push_back(s.GetInt64());
+      if (o.HasMember("parameters") && o["parameters"].IsObject() &&
+          o["parameters"].HasMember("binary_data_size") &&
+          o["parameters"]["binary_data_size"].IsUint64()) {
         const size_t n = o["parameters"]["binary_data_size"].GetUint64();
         if (offset + n > res.body.size()) return {false, "binary output past the response end"};
         t.data = res.body.substr(offset, n);
         offset += n;
+      } else if (o.HasMember("data") && o["data"].IsArray()) {
+        if (!detail::JsonDataToBytes(o["data"], t.datatype, t.data))
+          return {false, "output " + t.name + " has data that does not match " + t.datatype};
       }
       result.outputs.push_back(std::move(t));
     }
   }
   return {};
+}
+
+ClientStatus HttpClient::Infer(const InferRequest& request, InferResult& result) {
+  std::string body;
+  const size_t header = BuildInferBody(request, body);
+  HttpResponse res;
+  ClientStatus st = Post(InferPath(request.model, request.version), body,
+                         {{"Inference-Header-Content-Length", std::to_string(header)},
+                          {"Content-Type", "application/octet-stream"}},
+                         res);
+  if (!st.ok) return st;
+  return ParseInferResponse(res, result);
+}
+
+void HttpClient::AsyncInfer(const InferRequest& request, InferCallback done) {
+  if (!async_) async_ = std::make_unique<AsyncWorker>(url_);
+  async_->Push(request, std::move(done));
 }
 
 }  // namespace inferd::client

@@ -35,6 +35,9 @@ python3-torch
 python3-torchvision
 python3-sklearn
 python3-onnx
+python3-fastapi
+python3-uvicorn
+gnuplot-nox
 "
 # kubectl, for `kubectl kustomize` in tests/cluster: Debian's package unless
 # some kubectl is already installed (another package may own /usr/bin/kubectl).

@@ -185,6 +185,31 @@ class Server:
         return Client(self.port, timeout=timeout)
 
 
+GRPC_LISTEN_RE = re.compile(r"^inferd: gRPC listening on 127\.0\.0\.1:(\d+)\s*$")
+
+
+class GrpcServer(Server):
+    """Server with the gRPC front end on too (loopback, port picked by the kernel);
+    ``grpc_port`` is set once it listens."""
+
+    def command(self):
+        cmd = [c for c in super().command() if c != "--allow-grpc=false"]
+        return cmd + ["--grpc-address", "127.0.0.1", "--grpc-port", "0"]
+
+    def start(self):
+        super().start()
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            for line in self.log():
+                m = GRPC_LISTEN_RE.match(line)
+                if m:
+                    self.grpc_port = int(m.group(1))
+                    return self
+            time.sleep(0.05)
+        self.kill()
+        raise ServerError("inferd printed no gRPC listening line\n" + self.log_tail())
+
+
 class ServerTestCase(unittest.TestCase):
     """Base class: one server per test class, started in setUpClass and always stopped.
 

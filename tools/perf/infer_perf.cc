@@ -23,6 +23,7 @@
 
 #include "inferd/client/http_client.h"
 #include "latency_stats.h"
+#include "perf_shm.h"
 #include "perf_transport.h"
 
 namespace inferd::perf {
@@ -52,6 +53,8 @@ struct Options {
   int warmup_ms = -1;  // default: one interval
   std::map<std::string, std::vector<int64_t>> shapes;
   std::string plot;
+  std::string shared_memory = "none";  // none | system
+  size_t output_shm_size = 0;          // 0: from the model's metadata
 };
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -77,6 +80,10 @@ struct Options {
   -f FILE                        write a CSV of the results
   --json                         print the results as JSON on stdout
   --plot FILE.png|FILE.svg       latency against throughput through gnuplot
+  --shared-memory none|system    system: inputs and outputs in a POSIX shared-memory region
+                                 registered with the server (needs --allow-client-shm=true)
+  --output-shared-memory-size B  bytes per output in the region (default: the largest output
+                                 of one probe request)
 )";
   std::exit(2);
 }
@@ -165,6 +172,12 @@ Options Parse(int argc, char** argv) {
         o.json = true;
       else if (a == "--plot")
         o.plot = value();
+      else if (a == "--shared-memory") {
+        o.shared_memory = value();
+        if (o.shared_memory != "none" && o.shared_memory != "system")
+          Usage("--shared-memory must be none or system");
+      } else if (a == "--output-shared-memory-size")
+        o.output_shm_size = std::stoull(value());
       else if (a == "-h" || a == "--help")
         Usage("");
       else
@@ -289,6 +302,25 @@ std::vector<client::Tensor> BuildInputs(const Options& o, const std::string& met
     inputs.push_back(std::move(t));
   }
   return inputs;
+}
+
+// Outputs for --shared-memory system, and the bytes each gets: the given
+// size, else the largest output of one probe request sent the usual way.
+bool OutputSlots(const Options& o, client::Client& control, const client::InferRequest& request,
+                 std::vector<std::string>& names, size_t& bytes, std::string& error) {
+  client::InferResult probe;
+  client::ClientStatus st = control.Infer(request, probe);
+  if (!st.ok || !probe.ok()) {
+    error = "the probe request (to size the outputs) failed: " + (st.ok ? probe.error : st.message);
+    return false;
+  }
+  bytes = o.output_shm_size;
+  for (const auto& t : probe.outputs) {
+    names.push_back(t.name);
+    if (o.output_shm_size == 0) bytes = std::max(bytes, t.data.size());
+  }
+  if (!names.empty() && bytes == 0) bytes = 1;  // empty outputs still need a slot
+  return true;
 }
 
 // ---- server statistics --------------------------------------------------------
@@ -648,8 +680,25 @@ int main(int argc, char** argv) {
     std::cerr << "infer-perf: " << e.what() << "\n";
     return 1;
   }
-  TransportFactory factory =
-      MakeTransportFactory(o.protocol, o.url, o.model, o.version, inputs, o.streaming);
+  inferd::client::InferRequest request;
+  request.model = o.model;
+  request.version = o.version;
+  request.inputs = std::move(inputs);
+  std::unique_ptr<inferd::client::Client> control;
+  std::unique_ptr<SystemShmRegion> shm;
+  if (o.shared_memory == "system") {
+    std::string error;
+    control = inferd::client::MakeClient(o.protocol, o.url, error);
+    std::vector<std::string> outputs;
+    size_t out_bytes = 0;
+    if (control && OutputSlots(o, *control, request, outputs, out_bytes, error))
+      shm = SystemShmRegion::Create(*control, request, outputs, out_bytes, error);
+    if (!shm) {
+      std::cerr << "infer-perf: --shared-memory system: " << error << "\n";
+      return 1;
+    }
+  }
+  TransportFactory factory = MakeTransportFactory(o.protocol, o.url, request, o.streaming);
   if (!factory) {
     std::cerr << "infer-perf: protocol '" << o.protocol << "' is not available in this build\n";
     return 1;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "inferd/client/http_client.h"
+#include "inferd/client/tensor.h"
 
 namespace inferd::perf {
 
@@ -24,14 +24,13 @@ using TransportFactory = std::function<std::unique_ptr<Transport>(std::string& e
 
 // "http" always; "grpc" when built with the gRPC client. Empty function if
 // the protocol is not available.
+// `request` is sent as is by every worker (model, version, inputs, and
+// outputs, which may point into shared memory).
 TransportFactory MakeTransportFactory(const std::string& protocol, const std::string& url,
-                                      const std::string& model, const std::string& version,
-                                      const std::vector<client::Tensor>& inputs, bool streaming);
+                                      const client::InferRequest& request, bool streaming);
 
 // The gRPC transport, defined in perf_transport_grpc.cc when built.
-TransportFactory MakeGrpcTransportFactory(const std::string& url, const std::string& model,
-                                          const std::string& version,
-                                          const std::vector<client::Tensor>& inputs,
-                                          bool streaming);
+TransportFactory MakeGrpcTransportFactory(const std::string& url,
+                                          const client::InferRequest& request, bool streaming);
 
 }  // namespace inferd::perf

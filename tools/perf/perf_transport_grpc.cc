@@ -1,103 +1,89 @@
-// infer-perf's gRPC transports: unary ModelInfer, or ModelStreamInfer on one
-// bidirectional stream per worker (--streaming). Inputs travel as
-// raw_input_contents, as tritonclient sends them.
-#include <grpcpp/grpcpp.h>
+// infer-perf's gRPC transports, on libinferclient's GrpcClient: unary
+// ModelInfer, or ModelStreamInfer on one bidirectional stream per worker
+// (--streaming). Each worker has its own client, so its own connection, like
+// separate client processes; inputs travel as raw_input_contents.
+#include <condition_variable>
+#include <mutex>
 
-#include "grpc_service.grpc.pb.h"
+#include "inferd/client/grpc_client.h"
 #include "perf_transport.h"
 
 namespace inferd::perf {
 namespace {
 
-inference::ModelInferRequest BuildRequest(const std::string& model, const std::string& version,
-                                          const std::vector<client::Tensor>& inputs) {
-  inference::ModelInferRequest req;
-  req.set_model_name(model);
-  req.set_model_version(version);
-  for (const auto& t : inputs) {
-    auto* in = req.add_inputs();
-    in->set_name(t.name);
-    in->set_datatype(t.datatype);
-    for (int64_t d : t.shape) in->add_shape(d);
-    req.add_raw_input_contents(t.data);
-  }
-  return req;
-}
-
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& url) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(INT32_MAX);
-  args.SetMaxSendMessageSize(INT32_MAX);
-  // One connection per worker, like separate client processes would have.
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  return grpc::CreateCustomChannel(url, grpc::InsecureChannelCredentials(), args);
-}
-
 class UnaryTransport : public Transport {
  public:
-  UnaryTransport(const std::string& url, std::shared_ptr<const inference::ModelInferRequest> req)
-      : stub_(inference::GRPCInferenceService::NewStub(MakeChannel(url))), req_(std::move(req)) {}
+  UnaryTransport(const std::string& url, std::shared_ptr<const client::InferRequest> req)
+      : client_(url), req_(std::move(req)) {}
   bool Infer(std::string& error) override {
-    grpc::ClientContext ctx;
-    inference::ModelInferResponse resp;
-    grpc::Status s = stub_->ModelInfer(&ctx, *req_, &resp);
-    if (!s.ok()) {
-      error = "gRPC " + std::to_string(s.error_code()) + ": " + s.error_message();
+    client::InferResult result;
+    client::ClientStatus st = client_.Infer(*req_, result);
+    if (!st.ok) {
+      error = st.message;
+      return false;
+    }
+    if (!result.ok()) {
+      error = "gRPC " + std::to_string(result.status) + ": " + result.error;
       return false;
     }
     return true;
   }
 
  private:
-  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
-  std::shared_ptr<const inference::ModelInferRequest> req_;
+  client::GrpcClient client_;
+  std::shared_ptr<const client::InferRequest> req_;
 };
 
+// One request in flight on the stream at a time: Send, then wait for the
+// reader's callback.
 class StreamTransport : public Transport {
  public:
-  StreamTransport(const std::string& url, std::shared_ptr<const inference::ModelInferRequest> req)
-      : stub_(inference::GRPCInferenceService::NewStub(MakeChannel(url))),
-        req_(std::move(req)),
-        stream_(stub_->ModelStreamInfer(&ctx_)) {}
-  ~StreamTransport() override {
-    stream_->WritesDone();
-    (void)stream_->Finish();
+  StreamTransport(const std::string& url, std::shared_ptr<const client::InferRequest> req)
+      : client_(url), req_(std::move(req)) {
+    stream_ = client_.StartStream([this](client::ClientStatus st, client::InferResult r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_error_ = !st.ok ? st.message : r.error;
+      done_ = true;
+      cv_.notify_one();
+    });
   }
+  ~StreamTransport() override { (void)stream_->Close(); }
   bool Infer(std::string& error) override {
-    if (!stream_->Write(*req_)) {
-      error = "the stream closed";
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = false;
+    }
+    client::ClientStatus st = stream_->Send(*req_);
+    if (!st.ok) {
+      error = st.message;
       return false;
     }
-    inference::ModelStreamInferResponse resp;
-    if (!stream_->Read(&resp)) {
-      error = "the stream closed";
-      return false;
-    }
-    if (!resp.error_message().empty()) {
-      error = resp.error_message();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    if (!last_error_.empty()) {
+      error = last_error_;
       return false;
     }
     return true;
   }
 
  private:
-  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
-  std::shared_ptr<const inference::ModelInferRequest> req_;
-  grpc::ClientContext ctx_;
-  std::unique_ptr<
-      grpc::ClientReaderWriter<inference::ModelInferRequest, inference::ModelStreamInferResponse>>
-      stream_;
+  client::GrpcClient client_;
+  std::shared_ptr<const client::InferRequest> req_;
+  std::unique_ptr<client::GrpcStream> stream_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;       // guarded by mu_
+  std::string last_error_;  // guarded by mu_
 };
 
 }  // namespace
 
-TransportFactory MakeGrpcTransportFactory(const std::string& url, const std::string& model,
-                                          const std::string& version,
-                                          const std::vector<client::Tensor>& inputs,
-                                          bool streaming) {
-  auto req =
-      std::make_shared<const inference::ModelInferRequest>(BuildRequest(model, version, inputs));
-  return [url, req, streaming](std::string&) -> std::unique_ptr<Transport> {
+TransportFactory MakeGrpcTransportFactory(const std::string& url,
+                                          const client::InferRequest& request, bool streaming) {
+  auto req = std::make_shared<client::InferRequest>(request);
+  return [url, req = std::shared_ptr<const client::InferRequest>(req),
+          streaming](std::string&) -> std::unique_ptr<Transport> {
     if (streaming) return std::make_unique<StreamTransport>(url, req);
     return std::make_unique<UnaryTransport>(url, req);
   };

@@ -1,3 +1,4 @@
+#include "inferd/client/http_client.h"
 #include "perf_transport.h"
 
 namespace inferd::perf {
@@ -35,14 +36,11 @@ class HttpTransport : public Transport {
 }  // namespace
 
 TransportFactory MakeTransportFactory(const std::string& protocol, const std::string& url,
-                                      const std::string& model, const std::string& version,
-                                      const std::vector<client::Tensor>& inputs, bool streaming) {
-  if (protocol == "grpc") return MakeGrpcTransportFactory(url, model, version, inputs, streaming);
+                                      const client::InferRequest& request, bool streaming) {
+  if (protocol == "grpc") return MakeGrpcTransportFactory(url, request, streaming);
   auto body = std::make_shared<std::string>();
-  const size_t header = client::HttpClient::BuildInferBody(inputs, {}, "", *body);
-  std::string path = "/v2/models/" + model;
-  if (!version.empty()) path += "/versions/" + version;
-  path += "/infer";
+  const size_t header = client::HttpClient::BuildInferBody(request, *body);
+  const std::string path = client::HttpClient::InferPath(request.model, request.version);
   return [url, path, body = std::shared_ptr<const std::string>(body), header](std::string&) {
     return std::unique_ptr<Transport>(new HttpTransport(url, path, body, header));
   };

@@ -3,9 +3,7 @@
 
 namespace inferd::perf {
 
-TransportFactory MakeGrpcTransportFactory(const std::string&, const std::string&,
-                                          const std::string&, const std::vector<client::Tensor>&,
-                                          bool) {
+TransportFactory MakeGrpcTransportFactory(const std::string&, const client::InferRequest&, bool) {
   return {};
 }
 

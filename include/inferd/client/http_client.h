@@ -1,10 +1,13 @@
-// inferd::client::HttpClient — a small synchronous KServe v2 HTTP client
-// (part of libinferclient). One object is one keep-alive connection; it
-// reconnects when the server closes it.
+// inferd::client::HttpClient — the KServe v2 HTTP client of libinferclient.
+// Inference sends inputs in the binary tensor extension and asks for binary
+// outputs. One object is one keep-alive connection (reconnected when the
+// server closes it); AsyncInfer uses a second connection owned by one
+// background thread, so asynchronous requests complete in order.
 //
-// Threading: an HttpClient is used by one thread at a time; make one per
-// thread for concurrency. Errors: transport failures are returned as a
-// non-OK ClientStatus, never thrown.
+// Threading: an HttpClient is used by one thread at a time, AsyncInfer
+// included (make one client per thread for parallel requests); callbacks run
+// on the client's background thread. Errors: returned as ClientStatus, never
+// thrown. The destructor waits for queued asynchronous requests.
 #pragma once
 
 #include <cstdint>
@@ -13,12 +16,10 @@
 #include <string>
 #include <vector>
 
-namespace inferd::client {
+#include "inferd/client/client.h"
+#include "inferd/client/tensor.h"
 
-struct ClientStatus {
-  bool ok = true;
-  std::string message;
-};
+namespace inferd::client {
 
 struct HttpResponse {
   int status = 0;
@@ -26,48 +27,57 @@ struct HttpResponse {
   std::string body;
 };
 
-// An input tensor in binary form (little-endian, row-major; BYTES elements
-// length-prefixed).
-struct Tensor {
-  std::string name;
-  std::string datatype;  // "FP32", "INT32", "BYTES", ...
-  std::vector<int64_t> shape;
-  std::string data;
-};
-
-struct InferResult {
-  int status = 0;               // HTTP status
-  std::string error;            // the server's message when status != 200
-  std::string json;             // the response's JSON header
-  std::vector<Tensor> outputs;  // binary outputs, in response order
-};
-
-class HttpClient {
+class HttpClient : public Client {
  public:
   // `url` is "host:port" (an "http://" prefix is accepted).
   explicit HttpClient(const std::string& url);
-  ~HttpClient();
+  ~HttpClient() override;
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
+  // Raw requests on the keep-alive connection.
   ClientStatus Get(const std::string& path, HttpResponse& out);
   ClientStatus Post(const std::string& path, const std::string& body,
                     const std::map<std::string, std::string>& headers, HttpResponse& out);
 
-  // Infers with binary inputs; outputs are requested in binary form (all of
-  // them when `outputs` is empty). Decodes the binary outputs.
-  ClientStatus Infer(const std::string& model, const std::string& version,
-                     const std::vector<Tensor>& inputs, const std::vector<std::string>& outputs,
-                     InferResult& result, const std::string& request_id = "");
+  ClientStatus ServerLive(bool& live) override;
+  ClientStatus ServerReady(bool& ready) override;
+  ClientStatus ModelReady(const std::string& model, const std::string& version,
+                          bool& ready) override;
+  ClientStatus GetServerMetadata(ServerMetadata& out, std::string* json = nullptr) override;
+  ClientStatus GetModelMetadata(const std::string& model, const std::string& version,
+                                ModelMetadata& out, std::string* json = nullptr) override;
+  ClientStatus GetModelConfig(const std::string& model, const std::string& version,
+                              std::string& json) override;
+  ClientStatus GetModelStatistics(const std::string& model, const std::string& version,
+                                  std::string& json) override;
+  ClientStatus RepositoryIndex(std::vector<RepositoryEntry>& out,
+                               std::string* json = nullptr) override;
+  ClientStatus LoadModel(const std::string& model) override;
+  ClientStatus UnloadModel(const std::string& model) override;
+  ClientStatus RegisterSystemSharedMemory(const std::string& name, const std::string& key,
+                                          size_t offset, size_t byte_size) override;
+  ClientStatus UnregisterSystemSharedMemory(const std::string& name) override;
 
-  // Builds the body of a binary infer request; returns the JSON header size.
-  static size_t BuildInferBody(const std::vector<Tensor>& inputs,
-                               const std::vector<std::string>& outputs,
-                               const std::string& request_id, std::string& body);
+  ClientStatus Infer(const InferRequest& request, InferResult& result) override;
+  void AsyncInfer(const InferRequest& request, InferCallback done) override;
+
+  // The request path and body of a binary infer request; returns the JSON
+  // header size (the Inference-Header-Content-Length value).
+  static std::string InferPath(const std::string& model, const std::string& version);
+  static size_t BuildInferBody(const InferRequest& request, std::string& body);
+  // Decodes an infer response (status, headers, body) into `result`.
+  static ClientStatus ParseInferResponse(HttpResponse& response, InferResult& result);
 
  private:
   class Impl;
+  class AsyncWorker;
+  ClientStatus GetJson(const std::string& path, std::string& json);
+  ClientStatus PostJson(const std::string& path, const std::string& body, std::string* json);
+
+  std::string url_;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<AsyncWorker> async_;  // started by the first AsyncInfer
 };
 
 }  // namespace inferd::client

@@ -1,0 +1,100 @@
+#!/bin/bash
+# Latency-bounded load: Poisson arrivals at rising rates on resnet18 and on
+# the `delay` model; the highest rate whose p99 stays under 3x the
+# single-request latency, as a fraction of the model's best offline (closed
+# loop, any concurrency) throughput measured in the same run. infer-perf
+# times each request from its scheduled arrival, so queueing behind a slow
+# server counts. Needs `make build models`. Writes docs/performance.md
+# (section latency_bound).
+source "$(dirname "$0")/../lib/common.sh"
+HW=$(nproc)
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+TMP=$(mktemp -d); PIDS=(); trap 'cleanup; rm -rf "$TMP"' EXIT
+MODELS="$ROOT/examples/models"
+[ -f "$MODELS/resnet18/1/model.pt" ] || { echo "missing resnet18: run make models"; exit 1; }
+BOUND="${BOUND:-3}"
+FRACTIONS="${FRACTIONS:-0.3 0.5 0.7 0.8 0.9 1.0}"
+
+mkdir -p "$TMP/models/resnet18/1" "$TMP/models/delay/1"
+cp "$MODELS/resnet18/config.pbtxt" "$TMP/models/resnet18/"
+ln -s "$MODELS/resnet18/1/model.pt" "$TMP/models/resnet18/1/model.pt"
+cat > "$TMP/models/delay/config.pbtxt" <<'CFG'
+name: "delay"
+backend: "delay"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 16 ] } ]
+parameters { key: "execute_delay_ms" value { string_value: "10" } }
+dynamic_batching { }
+CFG
+start_inferd "$TMP/inferd.log" --model-repository "$TMP/models"
+for _ in $(seq 1 600); do curl -sf "127.0.0.1:$HTTP_PORT/v2/health/ready" >/dev/null && break; sleep 0.1; done
+
+perf() {  # perf OUT ARGS...
+  local out=$1; shift
+  "$PERF" -u "127.0.0.1:$HTTP_PORT" --warmup-ms 1000 --max-trials 3 --json "$@" > "$out"
+}
+ROWS=""; DETAIL=""
+measure() {  # measure MODEL INTERVAL_MS OFFLINE_CONCURRENCIES
+  local model=$1 interval=$2 offline=$3 c f rate p99 best_rate=0
+  perf "$TMP/$model-c1.json" -m "$model" --concurrency-range 1 --measurement-interval "$interval"
+  local single
+  single=$(json_field "$TMP/$model-c1.json" "d['results'][0]['latency_p50_us']")
+  local tmax=0 t
+  for c in $offline; do
+    perf "$TMP/$model-o$c.json" -m "$model" --concurrency-range "$c" --measurement-interval "$interval"
+    t=$(json_field "$TMP/$model-o$c.json" "d['results'][0]['throughput_infer_per_sec']")
+    tmax=$(/usr/bin/python3 -c "print(max($tmax, $t))")
+  done
+  local bound_us
+  bound_us=$(/usr/bin/python3 -c "print($BOUND * $single)")
+  DETAIL+="| $model | $(printf %.1f "$(/usr/bin/python3 -c "print($single/1000)")") | $(printf %.1f "$tmax") |"
+  for f in $FRACTIONS; do
+    rate=$(/usr/bin/python3 -c "print(round($f * $tmax, 1))")
+    perf "$TMP/$model-r$f.json" -m "$model" --request-rate-range "$rate" \
+      --request-distribution poisson --measurement-interval "$interval"
+    p99=$(json_field "$TMP/$model-r$f.json" "d['results'][0]['latency_p99_us']")
+    t=$(json_field "$TMP/$model-r$f.json" "d['results'][0]['throughput_infer_per_sec']")
+    local ok=no
+    if /usr/bin/python3 -c "import sys; sys.exit(0 if $p99 < $bound_us else 1)"; then
+      ok=yes; best_rate=$rate
+    fi
+    echo "$model: rate $rate/s ($f of $tmax): achieved $t/s, p99 $(/usr/bin/python3 -c "print(round($p99/1000,1))") ms (bound $(/usr/bin/python3 -c "print(round($bound_us/1000,1))") ms): $ok"
+    DETAIL+=" $(printf %.0f "$(/usr/bin/python3 -c "print($p99/1000)")")$([ $ok = yes ] && echo ✓ || true) |"
+  done
+  DETAIL+=$'\n'
+  local frac
+  frac=$(/usr/bin/python3 -c "print(f'{$best_rate/$tmax:.2f}')")
+  echo "$model: single-request latency $single us, best offline $tmax/s, highest rate under bound $best_rate/s = $frac"
+  ROWS+="| $model | $(printf %.1f "$(/usr/bin/python3 -c "print($single/1000)")") | $(printf %.1f "$tmax") | $best_rate | **$frac** |"$'\n'
+}
+measure delay 2000 "8 32 64"
+measure resnet18 4000 "1 8 32"
+
+HEAD="| model | single latency (ms) | best offline (infer/s) |"; SEP="| --- | --- | --- |"
+for f in $FRACTIONS; do HEAD+=" p99 at $f (ms) |"; SEP+=" --- |"; done
+/usr/bin/python3 "$ROOT/bench/lib/update_perf_doc.py" latency_bound <<DOC
+## Latency-bounded load (Poisson arrivals, p99 under ${BOUND}x the single-request latency)
+
+Command: \`bench/latency_bound/run.sh\` (measured $(date -u +%Y-%m-%d) on the $HW-core development
+machine, load generator on the same cores; load average before: $LOAD_BEFORE, after:
+$(cut -d' ' -f1-3 /proc/loadavg); the machine is shared by other sessions, so these numbers are
+noisy, resnet18's most).
+
+Per model, in one run: the single-request latency (p50 at concurrency 1), the best offline
+throughput (closed loop, best of the listed concurrencies), then Poisson arrivals at fractions of
+that throughput (\`infer-perf --request-rate-range R --request-distribution poisson\`, latency
+counted from each request's scheduled arrival). \`delay\`: the built-in delay backend, 10 ms per
+execution whatever the batch, max batch 8, dynamic batching without a queue delay; resnet18: the
+example config (one libtorch instance, dynamic batching, 2 ms queue delay).
+
+| model | single latency (ms) | best offline (infer/s) | highest rate under the bound (/s) | fraction of offline |
+| --- | --- | --- | --- | --- |
+$ROWS
+p99 at each fraction of the offline throughput (✓: under the bound):
+
+$HEAD
+$SEP
+$DETAIL
+Goal: a fraction ≥ 0.9.
+DOC

@@ -1,0 +1,327 @@
+#include "inferd/client/grpc_client.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "grpc_convert.h"
+#include "grpc_service.grpc.pb.h"
+
+namespace inferd::client {
+
+using detail::StatusText;
+
+namespace {
+
+std::string MessageJson(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, opts);
+  return out;
+}
+
+// Failures that mean "no answer from the server", as opposed to an answer.
+bool IsTransportFailure(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+         s.error_code() == grpc::StatusCode::CANCELLED;
+}
+
+}  // namespace
+
+// ---- streams ---------------------------------------------------------------
+
+class GrpcStream::Impl {
+ public:
+  Impl(inference::GRPCInferenceService::Stub* stub, InferCallback on_response)
+      : on_response_(std::move(on_response)), stream_(stub->ModelStreamInfer(&ctx_)) {
+    reader_ = std::thread([this] { ReadLoop(); });
+  }
+  ~Impl() { (void)Close(); }
+
+  ClientStatus Send(const InferRequest& request) {
+    inference::ModelInferRequest req;
+    detail::ToProto(request, req);
+    std::lock_guard<std::mutex> lock(write_mu_);
+    if (closed_) return ClientStatus::Error("the stream is closed");
+    if (!stream_->Write(req)) return ClientStatus::Error("the stream closed (write failed)");
+    return {};
+  }
+
+  ClientStatus Close() {
+    {
+      std::lock_guard<std::mutex> lock(write_mu_);
+      if (closed_) return final_;
+      closed_ = true;
+      stream_->WritesDone();
+    }
+    reader_.join();
+    grpc::Status s = stream_->Finish();
+    final_ = s.ok() ? ClientStatus{} : ClientStatus::Error(StatusText(s));
+    return final_;
+  }
+
+ private:
+  void ReadLoop() {
+    inference::ModelStreamInferResponse resp;
+    while (stream_->Read(&resp)) {
+      InferResult result;
+      ClientStatus st;
+      if (!resp.error_message().empty()) {
+        result.status = int(grpc::StatusCode::UNKNOWN);
+        result.error = resp.error_message();
+        result.id = resp.infer_response().id();
+      } else {
+        st = detail::FromProto(resp.infer_response(), result);
+      }
+      if (on_response_) on_response_(std::move(st), std::move(result));
+      resp.Clear();
+    }
+  }
+
+  InferCallback on_response_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<
+      grpc::ClientReaderWriter<inference::ModelInferRequest, inference::ModelStreamInferResponse>>
+      stream_;
+  std::thread reader_;
+  std::mutex write_mu_;
+  bool closed_ = false;  // guarded by write_mu_
+  ClientStatus final_;
+};
+
+GrpcStream::GrpcStream(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcStream::~GrpcStream() = default;
+ClientStatus GrpcStream::Send(const InferRequest& request) { return impl_->Send(request); }
+ClientStatus GrpcStream::Close() { return impl_->Close(); }
+
+// ---- the client ------------------------------------------------------------
+
+class GrpcClient::Impl {
+ public:
+  explicit Impl(std::string url) {
+    if (url.rfind("grpc://", 0) == 0) url = url.substr(7);
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(INT32_MAX);
+    args.SetMaxSendMessageSize(INT32_MAX);
+    // Its own connection: channels in one process otherwise share one per
+    // target, which would hide per-client connection behaviour.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stub_ = inference::GRPCInferenceService::NewStub(
+        grpc::CreateCustomChannel(url, grpc::InsecureChannelCredentials(), args));
+  }
+  ~Impl() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return outstanding_ == 0; });
+  }
+
+  // A unary call with the stub method `call`, mapping failure to a status.
+  template <typename Req, typename Resp, typename Call>
+  ClientStatus Unary(Call call, const Req& req, Resp& resp) {
+    grpc::ClientContext ctx;
+    grpc::Status s = (stub_.get()->*call)(&ctx, req, &resp);
+    if (s.ok()) return {};
+    return IsTransportFailure(s) ? ClientStatus::Unreachable(StatusText(s))
+                                 : ClientStatus::Error(StatusText(s));
+  }
+
+  ClientStatus Infer(const InferRequest& request, InferResult& result) {
+    inference::ModelInferRequest req;
+    detail::ToProto(request, req);
+    inference::ModelInferResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->ModelInfer(&ctx, req, &resp);
+    return Finish(s, resp, result);
+  }
+
+  void AsyncInfer(const InferRequest& request, InferCallback done) {
+    struct Call {
+      grpc::ClientContext ctx;
+      inference::ModelInferRequest req;
+      inference::ModelInferResponse resp;
+      InferCallback done;
+    };
+    auto* call = new Call;
+    detail::ToProto(request, call->req);
+    call->done = std::move(done);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++outstanding_;
+    }
+    stub_->async()->ModelInfer(&call->ctx, &call->req, &call->resp, [this, call](grpc::Status s) {
+      InferResult result;
+      ClientStatus st = Finish(s, call->resp, result);
+      if (call->done) call->done(std::move(st), std::move(result));
+      delete call;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--outstanding_ == 0) cv_.notify_all();
+    });
+  }
+
+  inference::GRPCInferenceService::Stub* stub() { return stub_.get(); }
+
+ private:
+  static ClientStatus Finish(const grpc::Status& s, const inference::ModelInferResponse& resp,
+                             InferResult& result) {
+    result = InferResult{};
+    if (!s.ok()) {
+      if (IsTransportFailure(s)) return ClientStatus::Unreachable(StatusText(s));
+      result.status = int(s.error_code());
+      result.error = s.error_message();
+      return {};
+    }
+    return detail::FromProto(resp, result);
+  }
+
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int outstanding_ = 0;  // asynchronous calls in flight, guarded by mu_
+};
+
+GrpcClient::GrpcClient(const std::string& url) : impl_(std::make_unique<Impl>(url)) {}
+GrpcClient::~GrpcClient() = default;
+
+using Stub = inference::GRPCInferenceService::Stub;
+
+ClientStatus GrpcClient::ServerLive(bool& live) {
+  inference::ServerLiveResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ServerLive, inference::ServerLiveRequest{}, resp);
+  live = st.ok && resp.live();
+  return st;
+}
+
+ClientStatus GrpcClient::ServerReady(bool& ready) {
+  inference::ServerReadyResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ServerReady, inference::ServerReadyRequest{}, resp);
+  ready = st.ok && resp.ready();
+  return st;
+}
+
+ClientStatus GrpcClient::ModelReady(const std::string& model, const std::string& version,
+                                    bool& ready) {
+  inference::ModelReadyRequest req;
+  req.set_name(model);
+  req.set_version(version);
+  inference::ModelReadyResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ModelReady, req, resp);
+  ready = st.ok && resp.ready();
+  return st;
+}
+
+ClientStatus GrpcClient::GetServerMetadata(ServerMetadata& out, std::string* json) {
+  inference::ServerMetadataResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ServerMetadata, inference::ServerMetadataRequest{}, resp);
+  if (!st.ok) return st;
+  out.name = resp.name();
+  out.version = resp.version();
+  out.extensions.assign(resp.extensions().begin(), resp.extensions().end());
+  if (json) *json = MessageJson(resp);
+  return {};
+}
+
+ClientStatus GrpcClient::GetModelMetadata(const std::string& model, const std::string& version,
+                                          ModelMetadata& out, std::string* json) {
+  inference::ModelMetadataRequest req;
+  req.set_name(model);
+  req.set_version(version);
+  inference::ModelMetadataResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ModelMetadata, req, resp);
+  if (!st.ok) return st;
+  out.name = resp.name();
+  out.platform = resp.platform();
+  out.versions.assign(resp.versions().begin(), resp.versions().end());
+  auto tensors = [](const auto& list) {
+    std::vector<TensorMetadata> v;
+    for (const auto& t : list)
+      v.push_back({t.name(), t.datatype(), {t.shape().begin(), t.shape().end()}});
+    return v;
+  };
+  out.inputs = tensors(resp.inputs());
+  out.outputs = tensors(resp.outputs());
+  if (json) *json = MessageJson(resp);
+  return {};
+}
+
+ClientStatus GrpcClient::GetModelConfig(const std::string& model, const std::string& version,
+                                        std::string& json) {
+  inference::ModelConfigRequest req;
+  req.set_name(model);
+  req.set_version(version);
+  inference::ModelConfigResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ModelConfig, req, resp);
+  if (st.ok) json = MessageJson(resp.config());
+  return st;
+}
+
+ClientStatus GrpcClient::GetModelStatistics(const std::string& model, const std::string& version,
+                                            std::string& json) {
+  inference::ModelStatisticsRequest req;
+  req.set_name(model);
+  req.set_version(version);
+  inference::ModelStatisticsResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::ModelStatistics, req, resp);
+  if (st.ok) json = MessageJson(resp);
+  return st;
+}
+
+ClientStatus GrpcClient::RepositoryIndex(std::vector<RepositoryEntry>& out, std::string* json) {
+  inference::RepositoryIndexResponse resp;
+  ClientStatus st = impl_->Unary(&Stub::RepositoryIndex, inference::RepositoryIndexRequest{}, resp);
+  if (!st.ok) return st;
+  out.clear();
+  for (const auto& m : resp.models()) out.push_back({m.name(), m.version(), m.state(), m.reason()});
+  if (json) *json = MessageJson(resp);
+  return {};
+}
+
+ClientStatus GrpcClient::LoadModel(const std::string& model) {
+  inference::RepositoryModelLoadRequest req;
+  req.set_model_name(model);
+  inference::RepositoryModelLoadResponse resp;
+  return impl_->Unary(&Stub::RepositoryModelLoad, req, resp);
+}
+
+ClientStatus GrpcClient::UnloadModel(const std::string& model) {
+  inference::RepositoryModelUnloadRequest req;
+  req.set_model_name(model);
+  inference::RepositoryModelUnloadResponse resp;
+  return impl_->Unary(&Stub::RepositoryModelUnload, req, resp);
+}
+
+ClientStatus GrpcClient::RegisterSystemSharedMemory(const std::string& name, const std::string& key,
+                                                    size_t offset, size_t byte_size) {
+  inference::SystemSharedMemoryRegisterRequest req;
+  req.set_name(name);
+  req.set_key(key);
+  req.set_offset(offset);
+  req.set_byte_size(byte_size);
+  inference::SystemSharedMemoryRegisterResponse resp;
+  return impl_->Unary(&Stub::SystemSharedMemoryRegister, req, resp);
+}
+
+ClientStatus GrpcClient::UnregisterSystemSharedMemory(const std::string& name) {
+  inference::SystemSharedMemoryUnregisterRequest req;
+  req.set_name(name);
+  inference::SystemSharedMemoryUnregisterResponse resp;
+  return impl_->Unary(&Stub::SystemSharedMemoryUnregister, req, resp);
+}
+
+ClientStatus GrpcClient::Infer(const InferRequest& request, InferResult& result) {
+  return impl_->Infer(request, result);
+}
+
+void GrpcClient::AsyncInfer(const InferRequest& request, InferCallback done) {
+  impl_->AsyncInfer(request, std::move(done));
+}
+
+std::unique_ptr<GrpcStream> GrpcClient::StartStream(InferCallback on_response) {
+  return std::unique_ptr<GrpcStream>(
+      new GrpcStream(std::make_unique<GrpcStream::Impl>(impl_->stub(), std::move(on_response))));
+}
+
+}  // namespace inferd::client

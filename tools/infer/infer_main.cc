@@ -1,0 +1,109 @@
+// infer: a command-line client for KServe v2 servers (inferd, Triton), on
+// libinferclient. See Usage() below and docs/clients.md.
+#include <cstdio>
+#include <iostream>
+
+#include "infer_cli.h"
+
+namespace inferd::cli {
+namespace {
+
+void PrintUsage() {
+  std::cerr << R"(Usage: infer [-u HOST:PORT] [-i http|grpc] [-x VERSION] [--json] COMMAND [ARGS]
+Commands:
+  health                 server liveness and readiness (exit 1 unless both)
+  metadata [MODEL]       server metadata, or a model's
+  config MODEL           a model's configuration
+  infer MODEL --input NAME:DATATYPE:SHAPE:VALUES ... | --input-json FILE
+                         VALUES is a JSON array ([1,2,3]) or @FILE with the raw
+                         little-endian bytes; SHAPE is D1,D2,...; --input-json
+                         takes a KServe v2 JSON request ({"inputs": [...]})
+      [--output NAME]... [--classification N] [--id ID]
+  index                  the model repository's index
+  load MODEL | unload MODEL
+  stats [MODEL]          inference statistics (all models without MODEL)
+Options:
+  -u HOST:PORT   server (default localhost:8000, or localhost:8001 with -i grpc)
+  -i http|grpc   protocol (default http)
+  -x VERSION     model version (default: the server's choice)
+  --json         machine-readable JSON on stdout
+Exit codes: 0 ok, 1 the server reported an error, 2 bad usage or input, 3 unreachable.
+)";
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw CliError{kUsage, "flag " + a + " needs a value"};
+      return argv[++i];
+    };
+    if (a == "-u" || a == "--url")
+      o.url = value();
+    else if (a == "-i" || a == "--protocol")
+      o.protocol = value();
+    else if (a == "-x" || a == "--model-version")
+      o.version = value();
+    else if (a == "--json")
+      o.json = true;
+    else if (a == "--input")
+      o.inputs.push_back(value());
+    else if (a == "--input-json")
+      o.input_json = value();
+    else if (a == "--output")
+      o.outputs.push_back(value());
+    else if (a == "--id")
+      o.request_id = value();
+    else if (a == "--classification") {
+      const std::string v = value();
+      try {
+        o.classification = std::stoi(v);
+      } catch (const std::exception&) {
+        o.classification = -1;
+      }
+      if (o.classification <= 0) throw CliError{kUsage, "--classification needs a count > 0"};
+    } else if (a == "-h" || a == "--help") {
+      PrintUsage();
+      std::exit(0);
+    } else if (a.size() > 1 && a[0] == '-') {
+      throw CliError{kUsage, "unknown flag '" + a + "'"};
+    } else if (o.command.empty()) {
+      o.command = a;
+    } else {
+      o.args.push_back(a);
+    }
+  }
+  if (o.command.empty()) throw CliError{kUsage, "no command given"};
+  if (o.protocol != "http" && o.protocol != "grpc")
+    throw CliError{kUsage, "-i must be http or grpc, not '" + o.protocol + "'"};
+  if (o.url.empty()) o.url = o.protocol == "grpc" ? "localhost:8001" : "localhost:8000";
+  return o;
+}
+
+}  // namespace
+}  // namespace inferd::cli
+
+int main(int argc, char** argv) {
+  using namespace inferd::cli;
+  Options o;
+  try {
+    o = Parse(argc, argv);
+  } catch (const CliError& e) {
+    std::cerr << "infer: " << e.message << "\n\n";
+    PrintUsage();
+    return e.code;
+  }
+  std::string error;
+  auto client = inferd::client::MakeClient(o.protocol, o.url, error);
+  if (!client) {
+    std::cerr << "infer: " << error << "\n";
+    return kUsage;
+  }
+  try {
+    return RunCommand(o, *client);
+  } catch (const CliError& e) {
+    std::cerr << "infer: " << e.message << "\n";
+    return e.code;
+  }
+}
