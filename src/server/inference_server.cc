@@ -1,5 +1,6 @@
 #include "server/inference_server.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/request_validator.h"
@@ -7,13 +8,17 @@
 namespace inferd {
 
 InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendRegistry> registry)
-    : options_(std::move(options)), registry_(std::move(registry)) {
+    : options_(std::move(options)),
+      registry_(std::move(registry)),
+      device_(options_.device_memory ? options_.device_memory : OpenDeviceMemory()),
+      gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
+      cuda_shared_memory_(std::make_unique<CudaSharedMemoryManager>(device_)) {
   ModelManagerOptions mo;
   mo.repositories = options_.repositories;
   mo.mode = options_.control_mode;
   mo.startup_models = options_.startup_models;
   mo.registry = registry_.get();
-  mo.gpu_count = options_.gpu_count;
+  mo.gpu_count = gpu_count_;
   mo.ensemble_infer = [this](std::unique_ptr<InferRequest> r, InferCompletion c) {
     Infer(std::move(r), std::move(c));
   };
