@@ -124,6 +124,12 @@ class InferenceServer {
   bool allow_client_shm() const { return options_.allow_client_shm; }
   // CUDA shared-memory regions (register fails without a GPU).
   CudaSharedMemoryManager& cuda_shared_memory() { return *cuda_shared_memory_; }
+  // Registers a CUDA region for either front end (the caller checks
+  // allow_client_shm): names are one namespace with system regions
+  // (ALREADY_EXISTS), and a server without a GPU answers UNIMPLEMENTED
+  // "..., GPUs not supported (no CUDA device: ...)".
+  Status RegisterCudaSharedMemory(const std::string& name, const std::string& raw_handle,
+                                  int64_t device_id, uint64_t byte_size);
   // The device layer, and the GPUs model configurations may name.
   const DeviceMemory& device_memory() const { return *device_; }
   int gpu_count() const { return gpu_count_; }

@@ -24,6 +24,8 @@
 
 namespace inferd {
 
+class CudaSharedMemoryManager;
+
 class SharedMemoryRegion {
  public:
   ~SharedMemoryRegion();
@@ -66,12 +68,19 @@ class SharedMemoryManager {
   // The region for an inference; NOT_FOUND naming it if unknown.
   StatusOr<std::shared_ptr<SharedMemoryRegion>> Find(const std::string& name) const;
 
+  // The CUDA regions, which share the namespace of region names and are
+  // found through this manager by the codecs (null: none). Set once, before
+  // serving; the CUDA manager outlives this one.
+  void set_cuda(const CudaSharedMemoryManager* cuda) { cuda_ = cuda; }
+  const CudaSharedMemoryManager* cuda() const { return cuda_; }
+
   // True if `key` is an acceptable POSIX shared-memory object name.
   static bool IsValidKey(const std::string& key);
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SharedMemoryRegion>> regions_;  // guarded by mu_
+  const CudaSharedMemoryManager* cuda_ = nullptr;
 };
 
 }  // namespace inferd

@@ -7,11 +7,15 @@
 
 #include <cstring>
 
+#include "core/base64.h"
 #include "core/pinned_pool.h"
+#include "fake_device.h"
 #include "shm/cuda_shm_manager.h"
 
 namespace inferd {
 namespace {
+
+using testing_fakes::FakeDevice;
 
 TEST(DeviceMemoryTest, WithoutGpuEverythingSaysNoCudaDevice) {
   auto dm = OpenDeviceMemory();
@@ -29,55 +33,6 @@ TEST(DeviceMemoryTest, WithoutGpuEverythingSaysNoCudaDevice) {
   EXPECT_EQ((*host)->size(), 1024u);
   EXPECT_EQ((*host)->memory_type(), MemoryType::kCpu);
 }
-
-// A device whose GPU and pinned memory are host memory; counts allocations.
-class FakeDevice : public DeviceMemory {
- public:
-  int devices = 1;
-  bool pinned_works = true;
-  int pinned_allocations = 0;
-  uint64_t ipc_allocation_bytes = 4096;  // what the "exporter" allocated
-
-  int DeviceCount() const override { return devices; }
-  std::string Unavailable() const override { return devices ? "" : "no CUDA device: fake"; }
-  const char* Kind() const override { return "fake"; }
-  StatusOr<std::unique_ptr<MemoryBuffer>> Allocate(MemoryType type, int64_t device,
-                                                   size_t bytes) override {
-    if (type == MemoryType::kCpuPinned) {
-      if (!pinned_works) return inferd::Unavailable("no pinned memory");
-      ++pinned_allocations;
-    }
-    return std::make_unique<MemoryBuffer>(new char[bytes ? bytes : 1], bytes, type, device,
-                                          [](char* p) { delete[] p; });
-  }
-  StatusOr<std::unique_ptr<CopyStream>> NewStream(int64_t device) override {
-    struct Stream : CopyStream {
-      int64_t dev;
-      Status CopyAsync(void* d, MemoryType, const void* s, MemoryType, size_t n) override {
-        std::memcpy(d, s, n);
-        return Status::Ok();
-      }
-      Status Synchronize() override { return Status::Ok(); }
-      int64_t device_id() const override { return dev; }
-    };
-    auto s = std::make_unique<Stream>();
-    s->dev = device;
-    return std::unique_ptr<CopyStream>(std::move(s));
-  }
-  StatusOr<std::unique_ptr<MemoryBuffer>> OpenIpcHandle(const std::string& handle, int64_t device,
-                                                        uint64_t byte_size) override {
-    if (handle[0] == 'x') return InvalidArgument("cannot open the CUDA IPC handle");
-    if (byte_size > ipc_allocation_bytes) return InvalidArgument("allocation too small");
-    opened.push_back(handle);
-    char* p = new char[ipc_allocation_bytes];
-    std::memset(p, 7, ipc_allocation_bytes);
-    last_mapping = p;
-    return std::make_unique<MemoryBuffer>(p, byte_size, MemoryType::kGpu, device,
-                                          [](char* q) { delete[] q; });
-  }
-  std::vector<std::string> opened;
-  char* last_mapping = nullptr;
-};
 
 TEST(PinnedStagingPoolTest, ReusesPinnedBuffersBySizeClass) {
   auto dev = std::make_shared<FakeDevice>();
@@ -184,6 +139,28 @@ TEST(CudaSharedMemoryTest, CopiesStayInsideTheRegion) {
   ASSERT_TRUE(m.Unregister("r").ok());
   EXPECT_TRUE((*r)->CopyToHost(0, 8, out).ok());
   EXPECT_EQ(m.Find("r").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace inferd
+
+namespace inferd {
+namespace {
+
+TEST(Base64Test, RoundTripsAndRejectsMalformedInput) {
+  for (std::string s : {std::string(""), std::string("a"), std::string("ab"), std::string("abc"),
+                        std::string(64, '\0'), std::string("\xff\x00\x10", 3)}) {
+    auto back = Base64Decode(Base64Encode(s));
+    ASSERT_TRUE(back.has_value()) << s;
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_EQ(Base64Encode("hello"), "aGVsbG8=");
+  EXPECT_EQ(*Base64Decode("aGVsbG8="), "hello");
+  EXPECT_FALSE(Base64Decode("aGVsbG8").has_value());   // length
+  EXPECT_FALSE(Base64Decode("aGV%bG8=").has_value());  // alphabet
+  EXPECT_FALSE(Base64Decode("aG=sbG8=").has_value());  // padding inside
+  EXPECT_FALSE(Base64Decode("aGVs=G8=").has_value());  // padding in a middle group
+  EXPECT_FALSE(Base64Decode("aGVsbG=8").has_value());  // data after padding
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <thread>
 
+#include "core/base64.h"
 #include "frontend/http/compression.h"
 #include "frontend/http/infer_codec.h"
 #include "repository/repository_scan.h"
@@ -467,9 +468,17 @@ HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
     Writer w(buf);
     w.StartArray();
     if (cuda) {
-      // No GPU support in this build: nothing is ever registered.
-      if (!name.empty()) {
-        return ErrorResponse(404, "Unable to find cuda shared memory region: '" + name + "'");
+      auto status = server_.cuda_shared_memory().GetStatus(name);
+      if (!status.ok()) return FromStatus(status.status());
+      for (const auto& r : *status) {
+        w.StartObject();
+        w.Key("name");
+        w.String(r.name.c_str());
+        w.Key("device_id");
+        w.Int64(r.device_id);
+        w.Key("byte_size");
+        w.Uint64(r.byte_size);
+        w.EndObject();
       }
     } else {
       auto status = server_.shared_memory().GetStatus(name);
@@ -498,25 +507,17 @@ HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
                          "'--allow-client-shm=true' to enable.");
   }
   if (action == "unregister") {
-    if (cuda) {
-      if (!name.empty()) {
-        return ErrorResponse(404, "Unable to find cuda shared memory region: '" + name + "'");
-      }
-      return HttpResponse{};
-    }
-    Status s = server_.shared_memory().Unregister(name);
+    Status s = cuda ? server_.cuda_shared_memory().Unregister(name)
+                    : server_.shared_memory().Unregister(name);
     return s.ok() ? HttpResponse{} : FromStatus(s);
   }
   if (name.empty()) {
     return ErrorResponse(400, std::string("'region name' is necessary to register ") + kind +
                                   " shared memory region");
   }
-  if (cuda) {
-    return ErrorResponse(
-        501, "failed to register CUDA shared memory region: '" + name + "', GPUs not supported");
-  }
   rapidjson::Document d;
   d.Parse(req.body ? req.body->c_str() : "", req.body ? req.body->size() : 0);
+  if (cuda) return RegisterCudaSharedMemory(name, d);
   if (d.HasParseError() || !d.IsObject()) {
     return ErrorResponse(400, "register body must be a JSON object with 'key' and 'byte_size'");
   }
@@ -534,6 +535,37 @@ HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
     offset = d["offset"].GetUint64();
   }
   Status s = server_.shared_memory().Register(name, d["key"].GetString(), offset,
+                                              d["byte_size"].GetUint64());
+  return s.ok() ? HttpResponse{} : FromStatus(s);
+}
+
+HttpResponse HttpApi::RegisterCudaSharedMemory(const std::string& name,
+                                               const rapidjson::Document& d) {
+  // {"raw_handle": {"b64": <base64 of the cudaIpcMemHandle_t>}, "device_id": uint,
+  //  "byte_size": uint}
+  if (d.HasParseError() || !d.IsObject()) {
+    return ErrorResponse(400,
+                         "register body must be a JSON object with 'raw_handle', 'device_id' "
+                         "and 'byte_size'");
+  }
+  if (!d.HasMember("raw_handle") || !d["raw_handle"].IsObject() ||
+      !d["raw_handle"].HasMember("b64") || !d["raw_handle"]["b64"].IsString()) {
+    return ErrorResponse(400, "register needs 'raw_handle': {\"b64\": <base64 string>}");
+  }
+  if (!d.HasMember("device_id") || !d["device_id"].IsUint64()) {
+    return ErrorResponse(400, "register needs 'device_id', a non-negative integer");
+  }
+  if (!d.HasMember("byte_size") || !d["byte_size"].IsUint64()) {
+    return ErrorResponse(400, "register needs 'byte_size', a non-negative integer");
+  }
+  const auto& b64 = d["raw_handle"]["b64"];
+  auto handle = Base64Decode(std::string_view(b64.GetString(), b64.GetStringLength()));
+  if (!handle) return ErrorResponse(400, "'raw_handle.b64' is not valid base64");
+  const uint64_t device = d["device_id"].GetUint64();
+  if (device > static_cast<uint64_t>(INT32_MAX)) {
+    return ErrorResponse(400, "'device_id' " + std::to_string(device) + " is out of range");
+  }
+  Status s = server_.RegisterCudaSharedMemory(name, *handle, static_cast<int64_t>(device),
                                               d["byte_size"].GetUint64());
   return s.ok() ? HttpResponse{} : FromStatus(s);
 }

@@ -215,6 +215,7 @@ bool HasSharedMemory(const Value& params) {
 
 struct SharedMemoryRef {
   std::shared_ptr<SharedMemoryRegion> region;
+  std::shared_ptr<CudaSharedMemoryRegion> cuda_region;  // instead of `region`: data is null
   uint64_t offset = 0, byte_size = 0;
   char* data = nullptr;
 };
@@ -247,6 +248,15 @@ StatusOr<SharedMemoryRef> ResolveSharedMemory(const Value& p, const std::string&
     return InvalidArgument(where + ": shared memory is not enabled on this server");
   }
   auto region = shm->Find(name);
+  if (!region.ok() && shm->cuda() != nullptr) {
+    // Region names are one namespace: a CUDA region is found by the same name.
+    if (auto cuda = shm->cuda()->Find(name); cuda.ok()) {
+      Status in_range = (*cuda)->CheckRange(ref.offset, ref.byte_size);
+      if (!in_range.ok()) return InvalidArgument(where + ": " + in_range.message());
+      ref.cuda_region = std::move(*cuda);
+      return ref;
+    }
+  }
   if (!region.ok()) return InvalidArgument(where + ": " + region.status().message());
   auto slice = (*region)->Slice(ref.offset, ref.byte_size);
   if (!slice.ok()) return InvalidArgument(where + ": " + slice.status().message());
@@ -387,8 +397,18 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
     if (has_shm) {
       auto ref = ResolveSharedMemory(*params, where, shm);
       if (!ref.ok()) return ref.status();
-      input.data = BufferView{ref->data, static_cast<size_t>(ref->byte_size), MemoryType::kCpu, 0};
-      req.Hold(ref->region);
+      if (ref->cuda_region) {
+        // Device -> host through pinned staging: backends read host memory.
+        auto copy = std::make_shared<OwnedBuffer>(static_cast<size_t>(ref->byte_size));
+        Status copied = ref->cuda_region->CopyToHost(ref->offset, ref->byte_size, copy->data());
+        if (!copied.ok()) return copied.WithPrefix(where);
+        input.data = copy->view();
+        req.Hold(std::move(copy));
+      } else {
+        input.data =
+            BufferView{ref->data, static_cast<size_t>(ref->byte_size), MemoryType::kCpu, 0};
+        req.Hold(ref->region);
+      }
     } else if (has_binary) {
       auto size = GetUint(*params, "binary_data_size", where);
       if (!size.ok()) return size.status();
@@ -457,7 +477,7 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
           auto ref = ResolveSharedMemory(p, where, shm);
           if (!ref.ok()) return ref.status();
           out.encoding.shared_memory[ro.name] =
-              SharedMemoryOutput{ref->region, ref->offset, ref->byte_size};
+              SharedMemoryOutput{ref->region, ref->cuda_region, ref->offset, ref->byte_size};
         }
       }
       out.encoding.binary[ro.name] = binary;
@@ -671,9 +691,14 @@ StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
                                " bytes) should be at least " + std::to_string(o.buffer.size()) +
                                " bytes to hold the results");
       }
-      auto slice = dst.region->Slice(dst.offset, o.buffer.size());
-      if (!slice.ok()) return slice.status();
-      if (o.buffer.size()) std::memcpy(*slice, o.buffer.data(), o.buffer.size());
+      if (dst.cuda_region) {
+        INFERD_RETURN_IF_ERROR(
+            dst.cuda_region->CopyFromHost(dst.offset, o.buffer.data(), o.buffer.size()));
+      } else {
+        auto slice = dst.region->Slice(dst.offset, o.buffer.size());
+        if (!slice.ok()) return slice.status();
+        if (o.buffer.size()) std::memcpy(*slice, o.buffer.data(), o.buffer.size());
+      }
     } else if (encoding.IsBinary(o.name)) {
       w.Key("parameters");
       w.StartObject();

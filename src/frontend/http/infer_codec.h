@@ -17,6 +17,7 @@
 #include "core/infer_request.h"
 #include "core/model_spec.h"
 #include "core/status.h"
+#include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
 
 namespace inferd::http {
@@ -26,8 +27,10 @@ struct DecodeLimits {
 };
 
 // An output the client asked to receive in a shared-memory region.
+// Exactly one of `region` (system) and `cuda_region` is set.
 struct SharedMemoryOutput {
   std::shared_ptr<SharedMemoryRegion> region;  // keeps the mapping alive
+  std::shared_ptr<CudaSharedMemoryRegion> cuda_region;
   uint64_t offset = 0;
   uint64_t byte_size = 0;
 };
