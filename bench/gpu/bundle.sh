@@ -52,7 +52,7 @@ done
 {
   echo "inferd GPU bundle, made $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
   echo "commit: $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet 2>/dev/null || echo ' (with local changes)')"
-  echo "libraries:"; (cd "$DEST/lib" && ls -1)
+  echo "libraries:"; find "$DEST/lib" -type f -printf "%f\n" | sort
 } > "$DEST/MANIFEST"
 
 size=$(du -sb "$DEST" | cut -f1)

@@ -57,7 +57,7 @@ if [ "$DRY" = 1 ]; then
   step bundle 120 "$ROOT/bench/gpu/bundle.sh" --no-build "$BUNDLE" || exit 1
   BACKEND_SO="${BUILD:-$ROOT/build}/backends/libinferd_pytorch.so"
   KIND=cpu MODEL_FLAGS=(--tiny --count 1) INTERVAL=300 TRIALS=2 LEVELS=(1 2) INTERLEAVE_C=2
-  DIRECT=(--device cpu --batches 1,4 --seconds 0.5)
+  DIRECT=(--device cpu --batches "1,4" --seconds 0.5)
 else
   PY=python3
   BUNDLE="${BUNDLE:-$ROOT/.gpu-bundle}"
@@ -71,9 +71,9 @@ else
     exit 1
   BACKEND_SO="$WORK/ptb/libinferd_pytorch.so"
   KIND=gpu MODEL_FLAGS=(--count 2) INTERVAL=2000 TRIALS=3 LEVELS=(1 4 16 64) INTERLEAVE_C=16
-  DIRECT=(--device cuda --batches 1,8,16,32,64 --seconds 2)
+  DIRECT=(--device cuda --batches "1,8,16,32,64" --seconds 2)
 fi
-cat "$BUNDLE/MANIFEST" | head -n 2
+head -n 2 "$BUNDLE/MANIFEST"
 mkdir -p "$WORK/backends"
 ln -s "$BUNDLE"/backends/*.so "$WORK/backends/"
 ln -s "$BACKEND_SO" "$WORK/backends/libinferd_pytorch.so"

@@ -81,6 +81,12 @@ class GpuBundleTest(unittest.TestCase):
 
 
 class GpuRunDryTest(unittest.TestCase):
+    @unittest.skipUnless(shutil.which("shellcheck"), "shellcheck is not installed")
+    def test_scripts_pass_shellcheck(self):
+        r = subprocess.run(["shellcheck", "-S", "warning", BUNDLE_SH, RUN_SH], capture_output=True,
+                           text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_run_sh_dry_run_measures_and_summarises(self):
         out = tempfile.mkdtemp(prefix="inferd-gpu-dry.")
         try:
