@@ -65,9 +65,15 @@ else
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   TORCH_PREFIX=$($PY -c 'import torch; print(torch.utils.cmake_prefix_path)')
   $PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
+  CUDA_HINTS=""
+  if [ -x /usr/local/cuda/bin/nvcc ]; then
+    CUDA_HINTS="-DCUDAToolkit_ROOT=/usr/local/cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc"
+  fi
   step build_backend 300 bash -c "cmake -S '$BUNDLE/src/bench/gpu/backend' -B '$WORK/ptb' -G Ninja \
-      -DCMAKE_PREFIX_PATH='$TORCH_PREFIX' -DINFERD_SRC='$BUNDLE/src' > '$WORK/cmake.log' 2>&1 \
-      || { tail -n 60 '$WORK/cmake.log'; exit 1; }; cmake --build '$WORK/ptb' 2>&1 | tail -n 30" ||
+      -DCMAKE_PREFIX_PATH='$TORCH_PREFIX' -DINFERD_SRC='$BUNDLE/src' $CUDA_HINTS \
+      > '$WORK/cmake.log' 2>&1 || { tail -n 60 '$WORK/cmake.log'; exit 1; }
+      grep -E 'pytorch backend|CUDA' '$WORK/cmake.log' | head -n 20
+      cmake --build '$WORK/ptb' -j \$(nproc) 2>&1 | tail -n 30; exit \${PIPESTATUS[0]}" ||
     exit 1
   BACKEND_SO="$WORK/ptb/libinferd_pytorch.so"
   KIND=gpu MODEL_FLAGS=(--count 2) INTERVAL=2000 TRIALS=3 LEVELS=(1 4 16 64) INTERLEAVE_C=16
@@ -103,8 +109,10 @@ start_inferd() {  # start_inferd TAG
   done
   head -n 5 "$log"
   [ -n "$HTTP_PORT" ] || { say "inferd did not start"; cat "$log"; return 1; }
+  curl -s -X POST "http://127.0.0.1:$HTTP_PORT/v2/repository/index"; echo
   curl -sf "http://127.0.0.1:$HTTP_PORT/v2/models/resnet50/ready" > /dev/null ||
-    { say "resnet50 is not ready:"; curl -s "http://127.0.0.1:$HTTP_PORT/v2/repository/index" -X POST; echo; return 1; }
+    { say "resnet50 is not ready"; return 1; }
+  curl -s "http://127.0.0.1:$HTTP_PORT/v2/models/resnet50/config" | head -c 600; echo
 }
 stop_inferd() { kill "${PIDS[-1]}" 2>/dev/null; wait "${PIDS[-1]}" 2>/dev/null; unset 'PIDS[-1]'; }
 
