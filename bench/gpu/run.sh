@@ -73,8 +73,16 @@ else
       -DCMAKE_PREFIX_PATH='$TORCH_PREFIX' -DINFERD_SRC='$BUNDLE/src' $CUDA_HINTS \
       > '$WORK/cmake.log' 2>&1 || { tail -n 60 '$WORK/cmake.log'; exit 1; }
       grep -E 'pytorch backend|CUDA' '$WORK/cmake.log' | head -n 20
-      cmake --build '$WORK/ptb' -j \$(nproc) 2>&1 | tail -n 30; exit \${PIPESTATUS[0]}" ||
+      cmake --build '$WORK/ptb' -j \$(nproc) 2>&1 | tail -n 30; exit \${PIPESTATUS[0]}" || {
+    # Without the backend nothing can be served; the direct torch figure is still worth having.
+    say "the pytorch backend did not build: measuring direct torch only"
+    $PY "$ROOT/bench/gpu/make_models.py" "$WORK/models" --kind gpu > /dev/null &&
+      step "direct fp32" 120 $PY "$ROOT/bench/gpu/direct_torch.py" \
+        "$WORK/models/resnet50/1/model.pt" --device cuda --batches "1,8,16,32,64" --seconds 2 \
+        > "$WORK/direct_fp32.json"
+    $PY "$ROOT/bench/gpu/summarize.py" "$WORK" "$OUT" 0
     exit 1
+  }
   BACKEND_SO="$WORK/ptb/libinferd_pytorch.so"
   KIND=gpu MODEL_FLAGS=(--count 2) INTERVAL=2000 TRIALS=3 LEVELS=(1 4 16 64) INTERLEAVE_C=16
   DIRECT=(--device cuda --batches "1,8,16,32,64" --seconds 2)

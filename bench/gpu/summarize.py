@@ -68,6 +68,14 @@ if both50 and both18 and alone18 and levels:
     results["interleave"] = {"concurrency_each": c, "resnet50_fraction": f50,
                              "resnet18_fraction": f18, "sum": f50 + f18}
 
+# GPU metric families scraped from inferd's /metrics (run.sh writes OUT/metrics.txt).
+try:
+    with open(os.path.join(out, "metrics.txt")) as f:
+        results["gpu_metrics"] = sorted({line.split("{")[0] for line in f
+                                         if line.startswith(("nv_gpu_", "nv_energy_"))})
+except OSError:
+    results["gpu_metrics"] = None
+
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(results, f, indent=1)
 
@@ -96,5 +104,8 @@ if "interleave" in results:
     lines.append("- interleaved (concurrency %d each): resnet50 %.2f of alone + resnet18 %.2f of "
                  "alone = **%.2f** (goal >= 1.0)" % (i["concurrency_each"], i["resnet50_fraction"],
                                                     i["resnet18_fraction"], i["sum"]))
+if results["gpu_metrics"] is not None:
+    lines.append("- GPU metric families in /metrics: %s" %
+                 (", ".join(results["gpu_metrics"]) or "none"))
 with open(os.path.join(out, "summary.md"), "w") as f:
     f.write("\n".join(lines) + "\n")

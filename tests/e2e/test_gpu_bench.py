@@ -108,6 +108,7 @@ class GpuRunDryTest(unittest.TestCase):
             self.assertAlmostEqual(fp32["ratio_inferd_to_direct"],
                                    fp32["best_inferd"] / fp32["direct_best"])
             self.assertIn("sum", res["interleave"])
+            self.assertEqual(res["gpu_metrics"], [])  # /metrics scraped; no GPU families here
             with open(os.path.join(out, "summary.md")) as f:
                 summary = f.read()
             self.assertIn("ratio", summary)
