@@ -141,9 +141,11 @@ class InferenceServer {
   std::unique_ptr<BackendRegistry> registry_;
   std::shared_ptr<DeviceMemory> device_;
   int gpu_count_ = 0;
+  // Declared before the system manager, which points at it (set_cuda), and
+  // before the models, whose requests may hold its regions: destroyed after.
+  std::unique_ptr<CudaSharedMemoryManager> cuda_shared_memory_;
   std::unique_ptr<ModelManager> manager_;
   SharedMemoryManager shared_memory_;
-  std::unique_ptr<CudaSharedMemoryManager> cuda_shared_memory_;
   std::atomic<bool> shutting_down_{false};
   std::atomic<int64_t> inflight_{0};
   std::mutex idle_mu_;

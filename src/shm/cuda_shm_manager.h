@@ -7,6 +7,8 @@
 //
 // Ownership: regions are held by shared_ptr; a request using a region keeps
 // it mapped until it completes, so unregistering a region in use is safe.
+// Regions use their manager's staging pool: the manager must outlive every
+// request that holds one (InferenceServer drains requests before it goes).
 //
 // Threading: all methods are safe from any thread. Copies of one region are
 // serialised on its own stream (one mutex per region).
