@@ -21,13 +21,13 @@ MAX_BATCH = 64
 
 def build(name, tiny):
     import torch
-    import torchvision
     torch.manual_seed(SEED)
     if tiny:
         net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=4), torch.nn.ReLU(),
                                   torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
                                   torch.nn.Linear(8, 1000))
     else:
+        import torchvision
         net = getattr(torchvision.models, name)(weights=None)
 
     class Wrapped(torch.nn.Module):
