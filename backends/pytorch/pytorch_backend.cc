@@ -17,7 +17,18 @@
 // Parameters (config `parameters`): INTRA_OP_THREAD_COUNT (default: the
 // hardware threads divided by the model's instance count, at least 1),
 // INTER_OP_THREAD_COUNT (process-wide, first setting wins), INFERENCE_MODE
-// (default true: c10::InferenceMode; false: no-grad mode only).
+// (default true: c10::InferenceMode; false: no-grad mode only),
+// COMPUTE_PRECISION (fp32, the default; fp16 or bf16: the module's floating
+// parameters and floating inputs are converted, outputs converted back to
+// the config's datatype), CHANNELS_LAST (default false: 4-d parameters and
+// inputs in channels-last layout, which cuDNN's convolutions prefer).
+//
+// GPUs: an instance of a KIND_GPU group loads the module onto its device
+// and runs on a CUDA stream of its own (device_stream.h), so instances on
+// one GPU, of one model or several, overlap. Host inputs are gathered into
+// pinned memory and copied asynchronously on that stream; outputs come back
+// to host memory. A libtorch without CUDA fails such an instance with a
+// reason (the model is UNAVAILABLE; the others serve).
 //
 // Errors: whatever libtorch throws while running a request becomes that
 // request's error (INVALID_ARGUMENT: the model rejected its inputs; the
@@ -38,94 +49,12 @@
 #include <thread>
 
 #include "common/backend_util.h"
+#include "pytorch/device_stream.h"
+#include "pytorch/torch_util.h"
 
 namespace {
 
 using namespace inferd_backend;
-
-std::optional<at::ScalarType> TorchType(InferdDataType t) {
-  switch (t) {
-    case INFERD_TYPE_BOOL:
-      return at::kBool;
-    case INFERD_TYPE_UINT8:
-      return at::kByte;
-    case INFERD_TYPE_INT8:
-      return at::kChar;
-    case INFERD_TYPE_INT16:
-      return at::kShort;
-    case INFERD_TYPE_INT32:
-      return at::kInt;
-    case INFERD_TYPE_INT64:
-      return at::kLong;
-    case INFERD_TYPE_FP16:
-      return at::kHalf;
-    case INFERD_TYPE_BF16:
-      return at::kBFloat16;
-    case INFERD_TYPE_FP32:
-      return at::kFloat;
-    case INFERD_TYPE_FP64:
-      return at::kDouble;
-    default:
-      return std::nullopt;  // UINT16/32/64 and BYTES have no libtorch type
-  }
-}
-
-// The useful part of a libtorch message: the last "...Error: ..." line of
-// a TorchScript traceback, or the first line.
-std::string TorchMessage(const std::exception& e) {
-  const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
-  std::string m = c10_error ? c10_error->what_without_backtrace() : e.what();
-  std::istringstream lines(m);
-  std::string line, first, last_error;
-  while (std::getline(lines, line)) {
-    if (first.empty() && !line.empty()) first = line;
-    if (line.find("Error: ") != std::string::npos) last_error = line;
-  }
-  std::string out = !last_error.empty() ? last_error : first;
-  if (out.size() > 400) out = out.substr(0, 400) + "...";
-  return out;
-}
-
-// "<name>__<n>" -> n.
-std::optional<size_t> ConventionIndex(const std::string& name) {
-  const auto pos = name.rfind("__");
-  if (pos == std::string::npos || pos + 2 >= name.size()) return std::nullopt;
-  size_t n = 0;
-  for (size_t i = pos + 2; i < name.size(); ++i) {
-    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return std::nullopt;
-    n = n * 10 + static_cast<size_t>(name[i] - '0');
-    if (n > 10000) return std::nullopt;
-  }
-  return n;
-}
-
-struct Binding {
-  std::string name;
-  InferdDataType datatype;
-  at::ScalarType torch_type;
-  size_t position;  // forward() argument, or element of its result
-  bool optional = false;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) Fail(INFERD_ERROR_NOT_FOUND, "model file '" + path + "' does not exist or is unreadable");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-torch::jit::Module LoadModule(const std::string& bytes, const std::string& path,
-                              const c10::Device& device) {
-  try {
-    std::istringstream in(bytes);
-    auto m = torch::jit::load(in, device);
-    m.eval();
-    return m;
-  } catch (const c10::Error& e) {
-    ThrowInvalidArgument("cannot load TorchScript model '" + path + "': " + TorchMessage(e));
-  }
-}
 
 class PyTorchModel {
  public:
@@ -143,6 +72,18 @@ class PyTorchModel {
     intra_threads_ =
         static_cast<int>(IntParameter(info, "INTRA_OP_THREAD_COUNT", per_instance, 1, 1024));
     inference_mode_ = BoolParameter(info, "INFERENCE_MODE", true);
+    channels_last_ = BoolParameter(info, "CHANNELS_LAST", false);
+    if (const char* p = FindParameter(info, "COMPUTE_PRECISION")) {
+      const std::string v = p;
+      if (v == "fp16") {
+        compute_type_ = at::kHalf;
+      } else if (v == "bf16") {
+        compute_type_ = at::kBFloat16;
+      } else if (v != "fp32") {
+        ThrowInvalidArgument("parameter 'COMPUTE_PRECISION' must be fp32, fp16 or bf16, got '" + v +
+                             "'");
+      }
+    }
     if (const int64_t inter = IntParameter(info, "INTER_OP_THREAD_COUNT", 0, 0, 1024); inter > 0) {
       try {
         at::set_num_interop_threads(static_cast<int>(inter));
@@ -163,6 +104,8 @@ class PyTorchModel {
   bool batching() const { return batching_; }
   int intra_threads() const { return intra_threads_; }
   bool inference_mode() const { return inference_mode_; }
+  bool channels_last() const { return channels_last_; }
+  std::optional<at::ScalarType> compute_type() const { return compute_type_; }
   const std::vector<Binding>& inputs() const { return inputs_; }  // in forward() order
   const std::vector<Binding>& outputs() const { return outputs_; }
   size_t argument_count() const { return inputs_.size(); }
@@ -248,6 +191,8 @@ class PyTorchModel {
   bool batching_;
   int intra_threads_ = 1;
   bool inference_mode_ = true;
+  bool channels_last_ = false;
+  std::optional<at::ScalarType> compute_type_;  // fp16/bf16 execution
   std::optional<torch::jit::Module> first_;
   std::vector<Binding> inputs_, outputs_;
 };
@@ -265,18 +210,30 @@ class PyTorchInstance {
   PyTorchInstance(PyTorchModel& model, const InferdInstanceInfo& info)
       : model_(model), device_(c10::kCPU) {
     if (info.kind == INFERD_INSTANCE_GPU) {
-      if (!at::hasCUDA()) {
+      if (auto why = CudaUnavailableReason(info.device_id); !why.empty()) {
         Fail(INFERD_ERROR_UNAVAILABLE, std::string("instance '") + info.name +
-                                           "' is KIND_GPU but this libtorch has no CUDA device");
+                                           "' is KIND_GPU on GPU " +
+                                           std::to_string(info.device_id) + ", but " + why);
       }
       device_ = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(info.device_id));
+      stream_ = NewDeviceStream(device_);
     }
     auto first = device_.is_cpu() ? model.TakeFirstModule() : std::nullopt;
     module_ = first ? std::move(*first) : LoadModule(model.bytes(), model.path(), device_);
+    auto guard = stream_ ? stream_->Enter() : nullptr;
+    if (auto t = model.compute_type()) module_.to(*t);
+    if (model.channels_last()) {
+      for (at::Tensor p : module_.parameters()) {
+        if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+      }
+    }
+    if (stream_) stream_->Synchronize();
   }
 
   void Execute(InferdRequest* const* requests, uint32_t n) {
     SetThreads();
+    // Everything below (copies, kernels) is queued on this instance's stream.
+    auto on_stream = stream_ ? stream_->Enter() : nullptr;
     std::optional<c10::InferenceMode> inference;
     std::optional<at::NoGradGuard> no_grad;
     if (model_.inference_mode()) {
@@ -327,8 +284,10 @@ class PyTorchInstance {
         ThrowInvalidArgument("the model needs input '" + b.name +
                              "' (forward() has no default for it)");
       }
-      if (t.memory_type != INFERD_MEMORY_CPU) {
-        Fail(INFERD_ERROR_UNIMPLEMENTED, "input '" + b.name + "' is not in CPU memory");
+      if (t.memory_type == INFERD_MEMORY_GPU) {
+        Fail(INFERD_ERROR_UNIMPLEMENTED, "input '" + b.name +
+                                             "' is in GPU memory; this backend "
+                                             "reads inputs from host memory");
       }
       if (model_.batching()) {
         if (t.dims_count == 0)
@@ -386,9 +345,10 @@ class PyTorchInstance {
     const Binding& b = model_.inputs()[input];
     const InferdTensor& first = group[0]->inputs[input];
     std::vector<int64_t> shape(first.shape, first.shape + first.dims_count);
-    const auto options = at::TensorOptions().dtype(b.torch_type);
+    const bool gpu = !device_.is_cpu();
+    const auto options = at::TensorOptions().dtype(b.torch_type).pinned_memory(gpu);
     at::Tensor t;
-    if (group.size() == 1) {
+    if (group.size() == 1 && !gpu) {
       // No copy: a view of the request's bytes, alive until execute returns.
       CheckBytes(first, shape, b);
       t = at::from_blob(const_cast<void*>(first.buffer), shape, options);
@@ -405,7 +365,18 @@ class PyTorchInstance {
         dst += in.byte_size;
       }
     }
-    return device_.is_cpu() ? t : t.to(device_);
+    if (group.size() == 1 && gpu) {
+      // Host -> pinned staging -> device, asynchronously on the stream.
+      CheckBytes(first, shape, b);
+      t = at::empty(shape, options);
+      std::memcpy(t.data_ptr(), first.buffer, first.byte_size);
+    }
+    if (gpu) t = t.to(device_, /*non_blocking=*/true);
+    if (auto ct = model_.compute_type(); ct && at::isFloatingType(t.scalar_type())) {
+      t = t.to(*ct);
+    }
+    if (model_.channels_last() && t.dim() == 4) t = t.contiguous(at::MemoryFormat::ChannelsLast);
+    return t;
   }
 
   static void CheckBytes(const InferdTensor& t, const std::vector<int64_t>& shape,
@@ -452,6 +423,10 @@ class PyTorchInstance {
                  " of forward(), which returned " + std::to_string(tensors.size()));
       }
       at::Tensor t = tensors[b.position];
+      if (model_.compute_type() && t.scalar_type() == *model_.compute_type() &&
+          at::isFloatingType(b.torch_type)) {
+        t = t.to(b.torch_type);  // reduced-precision execution, config datatype out
+      }
       if (t.scalar_type() != b.torch_type) {
         Fail(INFERD_ERROR_INTERNAL, "output '" + b.name + "': the config says " +
                                         TypeName(b.datatype) + ", the model returned " +
@@ -494,6 +469,7 @@ class PyTorchInstance {
 
   const PyTorchModel& model_;
   c10::Device device_;
+  std::unique_ptr<DeviceStream> stream_;  // GPU instances only
   torch::jit::Module module_;
 };
 

@@ -1,6 +1,8 @@
 // GpuMetricsSource over NVML, loaded with dlopen: the only file that knows
-// NVML. Tested here only for "library absent -> no source"; the rest needs a
-// machine with the NVIDIA driver.
+// NVML. Tested against tests/fakes/fake_nvml.c (a library with the same
+// exports and a fixed table of GPUs) and for "library absent -> no source";
+// reading a real driver needs a GPU machine (bench/gpu/run.sh scrapes
+// /metrics there).
 #include <dlfcn.h>
 
 #include "metrics/gpu_metrics.h"

@@ -207,10 +207,12 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
       if (g->name().empty()) g->set_name(c.name() + "_" + std::to_string(i));
       if (g->count() < 1) g->set_count(1);
       if (g->kind() == inference::ModelInstanceGroup::KIND_AUTO) {
-        bool gpus_exist = options.gpu_count > 0;
-        for (int gpu : g->gpus()) gpus_exist = gpus_exist && gpu < options.gpu_count;
-        g->set_kind(gpus_exist ? inference::ModelInstanceGroup::KIND_GPU
-                               : inference::ModelInstanceGroup::KIND_CPU);
+        // AUTO means GPU only when the group lists GPUs: backends do
+        // not declare GPU support, and most (onnx, the built-ins) run on the CPU
+        // alone, so a config without `gpus` stays on the CPU on GPU machines too.
+        // A listed GPU that does not exist is reported below.
+        g->set_kind(g->gpus_size() > 0 ? inference::ModelInstanceGroup::KIND_GPU
+                                       : inference::ModelInstanceGroup::KIND_CPU);
       }
       if (g->kind() == inference::ModelInstanceGroup::KIND_GPU) {
         if (options.gpu_count == 0) {

@@ -1,5 +1,6 @@
 #include "server/inference_server.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/request_validator.h"
@@ -7,13 +8,18 @@
 namespace inferd {
 
 InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendRegistry> registry)
-    : options_(std::move(options)), registry_(std::move(registry)) {
+    : options_(std::move(options)),
+      registry_(std::move(registry)),
+      device_(options_.device_memory ? options_.device_memory : OpenDeviceMemory()),
+      gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
+      cuda_shared_memory_(std::make_unique<CudaSharedMemoryManager>(device_)) {
   ModelManagerOptions mo;
   mo.repositories = options_.repositories;
   mo.mode = options_.control_mode;
   mo.startup_models = options_.startup_models;
+  shared_memory_.set_cuda(cuda_shared_memory_.get());
   mo.registry = registry_.get();
-  mo.gpu_count = options_.gpu_count;
+  mo.gpu_count = gpu_count_;
   mo.ensemble_infer = [this](std::unique_ptr<InferRequest> r, InferCompletion c) {
     Infer(std::move(r), std::move(c));
   };
@@ -167,6 +173,19 @@ Status InferenceServer::UnloadModel(const std::string& name) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
   return manager_->Unload(name);
+}
+
+Status InferenceServer::RegisterCudaSharedMemory(const std::string& name,
+                                                 const std::string& raw_handle, int64_t device_id,
+                                                 uint64_t byte_size) {
+  if (shared_memory_.Find(name).ok() || cuda_shared_memory_->Find(name).ok()) {
+    return AlreadyExists("shared memory region '" + name + "' already in manager");
+  }
+  if (cuda_shared_memory_->DeviceCount() == 0) {
+    return Unimplemented("failed to register CUDA shared memory region: '" + name +
+                         "', GPUs not supported (" + device_->Unavailable() + ")");
+  }
+  return cuda_shared_memory_->Register(name, raw_handle, device_id, byte_size);
 }
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCompletion completion) {

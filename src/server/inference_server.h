@@ -20,6 +20,7 @@
 #include "backend/backend_registry.h"
 #include "core/infer_request.h"
 #include "repository/model_manager.h"
+#include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
 
 namespace inferd {
@@ -32,7 +33,11 @@ struct ServerOptions {
   int repository_poll_secs = 15;
   bool strict_readiness = true;
   bool exit_on_error = true;
+  // GPUs for KIND_GPU instance groups: at least this many, else what the
+  // device layer finds (0 on machines without CUDA).
   int gpu_count = 0;
+  // Device memory (CUDA or none); null: OpenDeviceMemory().
+  std::shared_ptr<DeviceMemory> device_memory;
   StatsHistogramOptions histograms;  // latency histogram buckets (metrics)
   bool allow_client_shm = false;     // clients may register shared-memory regions
   std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
@@ -117,12 +122,28 @@ class InferenceServer {
   // and unregistering are allowed only with allow_client_shm().
   SharedMemoryManager& shared_memory() { return shared_memory_; }
   bool allow_client_shm() const { return options_.allow_client_shm; }
+  // CUDA shared-memory regions (register fails without a GPU).
+  CudaSharedMemoryManager& cuda_shared_memory() { return *cuda_shared_memory_; }
+  // Registers a CUDA region for either front end (the caller checks
+  // allow_client_shm): names are one namespace with system regions
+  // (ALREADY_EXISTS), and a server without a GPU answers UNIMPLEMENTED
+  // "..., GPUs not supported (no CUDA device: ...)".
+  Status RegisterCudaSharedMemory(const std::string& name, const std::string& raw_handle,
+                                  int64_t device_id, uint64_t byte_size);
+  // The device layer, and the GPUs model configurations may name.
+  const DeviceMemory& device_memory() const { return *device_; }
+  int gpu_count() const { return gpu_count_; }
 
  private:
   void PollLoop();
 
   const ServerOptions options_;
   std::unique_ptr<BackendRegistry> registry_;
+  std::shared_ptr<DeviceMemory> device_;
+  int gpu_count_ = 0;
+  // Declared before the system manager, which points at it (set_cuda), and
+  // before the models, whose requests may hold its regions: destroyed after.
+  std::unique_ptr<CudaSharedMemoryManager> cuda_shared_memory_;
   std::unique_ptr<ModelManager> manager_;
   SharedMemoryManager shared_memory_;
   std::atomic<bool> shutting_down_{false};

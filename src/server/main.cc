@@ -43,6 +43,12 @@ int main(int argc, char** argv) {
   const sigset_t signals = BlockShutdownSignals();
 
   InferenceServer server(cl->server, BackendRegistry::WithBuiltins(cl->server.backend_directory));
+  if (server.gpu_count() > 0) {
+    std::cerr << "inferd: " << server.gpu_count() << " CUDA device(s)" << std::endl;
+  } else {
+    std::cerr << "inferd: " << server.device_memory().Unavailable() << "; serving CPU models"
+              << std::endl;
+  }
   Status started = server.Start();
   if (!started.ok()) {
     std::cerr << "inferd: " << started.message() << "\n";

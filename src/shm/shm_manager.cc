@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/shape.h"
+#include "shm/cuda_shm_manager.h"
 
 namespace inferd {
 
@@ -32,10 +33,32 @@ StatusOr<SharedMemorySlice> ResolveSharedMemory(const SharedMemoryManager* shm,
     return InvalidArgument(where + ": shared memory is not enabled on this server");
   }
   auto found = shm->Find(region);
+  if (!found.ok() && shm->cuda() != nullptr) {
+    // Region names are one namespace: a CUDA region is found by the same name.
+    if (auto cuda = shm->cuda()->Find(region); cuda.ok()) {
+      Status in_range = (*cuda)->CheckRange(offset, byte_size);
+      if (!in_range.ok()) return InvalidArgument(where + ": " + in_range.message());
+      return SharedMemorySlice{nullptr, std::move(*cuda), offset, byte_size, nullptr};
+    }
+  }
   if (!found.ok()) return InvalidArgument(where + ": " + found.status().message());
   auto slice = (*found)->Slice(offset, byte_size);
   if (!slice.ok()) return InvalidArgument(where + ": " + slice.status().message());
-  return SharedMemorySlice{std::move(*found), offset, byte_size, *slice};
+  return SharedMemorySlice{std::move(*found), nullptr, offset, byte_size, *slice};
+}
+
+StatusOr<BufferView> SharedMemoryInputView(const SharedMemorySlice& slice, const std::string& where,
+                                           InferRequest& req) {
+  if (slice.cuda_region) {
+    auto copy = std::make_shared<OwnedBuffer>(static_cast<size_t>(slice.byte_size));
+    Status copied = slice.cuda_region->CopyToHost(slice.offset, slice.byte_size, copy->data());
+    if (!copied.ok()) return copied.WithPrefix(where);
+    BufferView view = copy->view();
+    req.Hold(std::move(copy));
+    return view;
+  }
+  req.Hold(slice.region);
+  return BufferView{slice.data, static_cast<size_t>(slice.byte_size), MemoryType::kCpu, 0};
 }
 
 Status WriteSharedMemoryOutput(const SharedMemoryOutput& dst, const std::string& output_name,
@@ -46,6 +69,7 @@ Status WriteSharedMemoryOutput(const SharedMemoryOutput& dst, const std::string&
                            " bytes) should be at least " + std::to_string(size) +
                            " bytes to hold the results");
   }
+  if (dst.cuda_region) return dst.cuda_region->CopyFromHost(dst.offset, data, size);
   if (size > 0) std::memcpy(dst.data, data, size);
   return Status::Ok();
 }

@@ -19,10 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "core/infer_request.h"
 #include "core/status.h"
 #include "core/tensor.h"
 
 namespace inferd {
+
+class CudaSharedMemoryManager;
+class CudaSharedMemoryRegion;
 
 class SharedMemoryRegion {
  public:
@@ -48,9 +52,12 @@ class SharedMemoryRegion {
 };
 
 // A tensor placed in a registered region: [offset, offset + byte_size),
-// already bounds-checked. Holding it keeps the mapping alive.
+// already bounds-checked. Holding it keeps the mapping alive. Exactly one of
+// `region` (system; `data` points at the bytes) and `cuda_region` (device
+// memory; `data` is null) is set.
 struct SharedMemorySlice {
   std::shared_ptr<SharedMemoryRegion> region;
+  std::shared_ptr<CudaSharedMemoryRegion> cuda_region;
   uint64_t offset = 0, byte_size = 0;
   char* data = nullptr;
 };
@@ -60,15 +67,22 @@ using SharedMemoryOutput = SharedMemorySlice;
 
 class SharedMemoryManager;
 
-// Resolves a request's (region, offset, byte_size) reference. `shm` nullptr
+// Resolves a request's (region, offset, byte_size) reference: a system
+// region, else a CUDA region of the same name (one namespace). `shm` nullptr
 // means shared memory is not available on this path. INVALID_ARGUMENT naming
 // `where` (e.g. "input 'x'") for an unknown region or an out-of-range slice.
 StatusOr<SharedMemorySlice> ResolveSharedMemory(const SharedMemoryManager* shm,
                                                 const std::string& where, const std::string& region,
                                                 uint64_t offset, uint64_t byte_size);
 
-// Copies an output's bytes into its slice; INVALID_ARGUMENT if the slice is
-// smaller than the output.
+// The host bytes of an input slice for `req`: the mapping itself for a
+// system region (held by `req`), a request-owned host copy for a CUDA
+// region (device -> host through pinned staging: backends read host memory).
+StatusOr<BufferView> SharedMemoryInputView(const SharedMemorySlice& slice, const std::string& where,
+                                           InferRequest& req);
+
+// Copies an output's bytes into its slice (host -> device for a CUDA
+// region); INVALID_ARGUMENT if the slice is smaller than the output.
 Status WriteSharedMemoryOutput(const SharedMemoryOutput& dst, const std::string& output_name,
                                const char* data, size_t size);
 
@@ -91,12 +105,19 @@ class SharedMemoryManager {
   // The region for an inference; NOT_FOUND naming it if unknown.
   StatusOr<std::shared_ptr<SharedMemoryRegion>> Find(const std::string& name) const;
 
+  // The CUDA regions, which share the namespace of region names and are
+  // found through this manager by the codecs (null: none). Set once, before
+  // serving; the CUDA manager outlives this one.
+  void set_cuda(const CudaSharedMemoryManager* cuda) { cuda_ = cuda; }
+  const CudaSharedMemoryManager* cuda() const { return cuda_; }
+
   // True if `key` is an acceptable POSIX shared-memory object name.
   static bool IsValidKey(const std::string& key);
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<SharedMemoryRegion>> regions_;  // guarded by mu_
+  const CudaSharedMemoryManager* cuda_ = nullptr;
 };
 
 }  // namespace inferd

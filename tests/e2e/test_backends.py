@@ -69,7 +69,7 @@ class BackendsTest(ServerTestCase):
                     os.symlink(os.path.join(d, f), os.path.join(backends, f))
         cls.SERVER_ARGS = ["--backend-directory", backends, "--model-control-mode=explicit"] + \
             ["--load-model=" + m for m in SERVED + ["broken_pt", "broken_onnx", "digits_any",
-                                                     "wrong_abi", "missing_backend"] +
+                                                     "wrong_abi", "missing_backend", "digits_gpu"] +
              ["simple_pytorch_" + t.lower() for t in TYPED]]
 
         repo = os.path.join(root, "models")
@@ -80,6 +80,13 @@ class BackendsTest(ServerTestCase):
             [("probabilities", "TYPE_FP32", (10,))], 8,
             "dynamic_batching { max_queue_delay_microseconds: 20000 }"))
         shutil.copy(digits_pt, os.path.join(repo, "digits_any", "1", "model.pt"))
+        # digits on two instances of GPU 0: no GPU here (or a libtorch without CUDA).
+        write_model(repo, "digits_gpu", model_config(
+            "digits_gpu", "pytorch", [("image", "TYPE_FP32", (1, 8, 8))],
+            [("probabilities", "TYPE_FP32", (10,))], 8,
+            """instance_group [ { kind: KIND_GPU gpus: [ 0 ] count: 2 } ]
+            parameters { key: "COMPUTE_PRECISION" value { string_value: "fp16" } }"""))
+        shutil.copy(digits_pt, os.path.join(repo, "digits_gpu", "1", "model.pt"))
         for name, backend, fname in (("broken_pt", "pytorch", "model.pt"),
                                      ("broken_onnx", "onnxruntime", "model.onnx")):
             write_model(repo, name, model_config(
@@ -216,6 +223,23 @@ class BackendsTest(ServerTestCase):
             self.assertGreaterEqual(resp.status, 400)
         for name in SERVED + ["digits_any"]:
             self.assertEqual(idx[name]["state"], "READY", idx[name])
+        self.infer_probabilities("digits", self.digits["images"][:1])
+
+    def test_a_gpu_model_without_a_gpu_is_unavailable_while_the_others_serve(self):
+        state = self.index()["digits_gpu"]
+        if state["state"] == "READY":
+            self.skipTest("this machine serves KIND_GPU models")
+        self.assertEqual(state["state"], "UNAVAILABLE", state)
+        self.assertIn("KIND_GPU", state["reason"])
+        # inferd without a GPU refuses the group; with one, a CPU-only libtorch refuses the
+        # instance.
+        self.assertTrue("this server has no GPU" in state["reason"] or
+                        "without CUDA" in state["reason"], state["reason"])
+        self.assertTrue(any("no CUDA device" in line or "CUDA device(s)" in line
+                            for line in self.server.log()), self.server.log()[:5])
+        resp = self.client.infer("digits_gpu", {"inputs": [{"name": "image", "shape": [1, 1, 8, 8],
+                                                            "datatype": "FP32", "data": [0] * 64}]})
+        self.assertGreaterEqual(resp.status, 400)
         self.infer_probabilities("digits", self.digits["images"][:1])
 
     def test_a_backend_of_another_abi_version_is_refused_with_a_reason(self):

@@ -3,6 +3,7 @@
 HTTP: register/status/unregister, inputs read from and outputs written to
 regions, equal to the non-shm path, and every bad-input case."""
 
+import base64
 import json
 import os
 import struct
@@ -165,6 +166,26 @@ class SharedMemoryTest(ServerTestCase):
         r = self.client.post_json("/v2/cudasharedmemory/region/g/register",
                                   {"raw_handle": {"b64": ""}, "device_id": 0, "byte_size": 4})
         self.assertError(r, 501, "not supported")
+        # Without a GPU the reason says so (CUDA build or not).
+        handle = base64.b64encode(bytes(64)).decode()
+        r = self.client.post_json("/v2/cudasharedmemory/region/g/register",
+                                  {"raw_handle": {"b64": handle}, "device_id": 0, "byte_size": 4})
+        self.assertError(r, 501, "no CUDA device")
+        # Malformed bodies are named before any device is involved.
+        for body, needle in [({"device_id": 0, "byte_size": 4}, "raw_handle"),
+                             ({"raw_handle": {"b64": "%%%%"}, "device_id": 0, "byte_size": 4},
+                              "base64"),
+                             ({"raw_handle": {"b64": handle}, "byte_size": 4}, "device_id"),
+                             ({"raw_handle": {"b64": handle}, "device_id": -1, "byte_size": 4},
+                              "device_id"),
+                             ({"raw_handle": {"b64": handle}, "device_id": 0}, "byte_size")]:
+            self.assertError(self.client.post_json("/v2/cudasharedmemory/region/g/register",
+                                                   body), 400, needle)
+        self.assertError(self.client.get("/v2/cudasharedmemory/region/g/status"), 404,
+                         "Unable to find cuda shared memory region: 'g'")
+        self.assertError(self.client.post("/v2/cudasharedmemory/region/g/unregister"), 404, "'g'")
+        self.assertEqual(self.client.get("/v2/cudasharedmemory/status").json(), [])
+        self.assertServerAlive()
 
 
 class SharedMemoryDisabledTest(ServerTestCase):

@@ -380,24 +380,6 @@ TEST_F(GrpcRpcTest, NotYetServedRpcsAreUnimplemented) {
   {
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    inference::CudaSharedMemoryStatusResponse r;
-    expect(stub().CudaSharedMemoryStatus(&ctx, {}, &r), "CudaSharedMemoryStatus");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    inference::CudaSharedMemoryRegisterResponse r;
-    expect(stub().CudaSharedMemoryRegister(&ctx, {}, &r), "CudaSharedMemoryRegister");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    inference::CudaSharedMemoryUnregisterResponse r;
-    expect(stub().CudaSharedMemoryUnregister(&ctx, {}, &r), "CudaSharedMemoryUnregister");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
     inference::TraceSettingResponse r;
     expect(stub().TraceSetting(&ctx, {}, &r), "TraceSetting");
   }
@@ -442,4 +424,82 @@ TEST_F(GrpcRpcTest, UnknownMethodAndGarbageBytes) {
 }
 
 }  // namespace
+// CUDA shared memory on a machine without a GPU (CI): status is empty,
+// register says why it cannot work, and the server keeps serving. With
+// client shared memory disabled (the fixture's server), register and
+// unregister are refused as for system regions.
+TEST_F(GrpcRpcTest, CudaSharedMemoryWithoutGpu) {
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::CudaSharedMemoryStatusResponse r;
+    ASSERT_GRPC_OK(stub().CudaSharedMemoryStatus(&ctx, {}, &r));
+    EXPECT_EQ(r.regions_size(), 0);
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::CudaSharedMemoryStatusRequest req;
+    req.set_name("nope");
+    inference::CudaSharedMemoryStatusResponse r;
+    EXPECT_TRUE(HasError(stub().CudaSharedMemoryStatus(&ctx, req, &r), StatusCode::NOT_FOUND,
+                         "Unable to find cuda shared memory region: 'nope'"));
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::CudaSharedMemoryRegisterRequest req;
+    req.set_name("g");
+    req.set_raw_handle(std::string(64, '\0'));
+    req.set_byte_size(16);
+    inference::CudaSharedMemoryRegisterResponse r;
+    EXPECT_TRUE(HasError(stub().CudaSharedMemoryRegister(&ctx, req, &r), StatusCode::UNIMPLEMENTED,
+                         "--allow-client-shm=true"));
+  }
+
+  TempRepository repo;
+  WriteTestRepository(repo);
+  InferdProcess shm_server({"--model-repository", repo.path(), "--http-port", "0", "--http-address",
+                            "127.0.0.1", "--grpc-port", "0", "--grpc-address", "127.0.0.1",
+                            "--allow-metrics=false", "--allow-client-shm=true"});
+  std::string error;
+  ASSERT_TRUE(shm_server.Start(&error)) << error;
+  auto shm_stub = GRPCInferenceService::NewStub(NewChannel(shm_server.grpc_target()));
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::CudaSharedMemoryRegisterRequest req;
+    req.set_name("g");
+    req.set_raw_handle(std::string(64, '\0'));
+    req.set_byte_size(16);
+    inference::CudaSharedMemoryRegisterResponse r;
+    const grpc::Status s = shm_stub->CudaSharedMemoryRegister(&ctx, req, &r);
+    EXPECT_TRUE(HasError(s, StatusCode::UNIMPLEMENTED, "GPUs not supported")) << s.error_message();
+    EXPECT_NE(s.error_message().find("no CUDA device"), std::string::npos) << s.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::CudaSharedMemoryUnregisterRequest req;
+    req.set_name("g");
+    inference::CudaSharedMemoryUnregisterResponse r;
+    EXPECT_TRUE(HasError(shm_stub->CudaSharedMemoryUnregister(&ctx, req, &r), StatusCode::NOT_FOUND,
+                         "'g'"));
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::CudaSharedMemoryUnregisterResponse r;
+    ASSERT_GRPC_OK(shm_stub->CudaSharedMemoryUnregister(&ctx, {}, &r));
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::ModelInferResponse response;
+    ASSERT_GRPC_OK(shm_stub->ModelInfer(&ctx, SimpleRequest(1, "after-cuda"), &response));
+    ExpectSimpleResponse(response, 1);
+  }
+  EXPECT_EQ(shm_server.Stop(), 0) << shm_server.Log();
+}
+
 }  // namespace inferd::testing

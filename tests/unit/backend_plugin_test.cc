@@ -394,5 +394,50 @@ TEST(BackendRegistryTest, TheIdentityExampleCopiesInputs) {
             std::string::npos);
 }
 
+// The pytorch backend itself, given a KIND_GPU instance: with a libtorch
+// that has no CUDA (Debian's) the instance fails with a reason that says so;
+// the server turns that into the model's UNAVAILABLE reason. (inferd refuses
+// KIND_GPU groups earlier when it sees no GPU at all: test_backends.py.)
+TEST(PyTorchBackendTest, AGpuInstanceWithoutCudaLibtorchFailsWithTheReason) {
+  const std::string model_dir = std::string(INFERD_SOURCE_DIR) + "/examples/models/simple_pytorch";
+  if (!std::filesystem::exists(model_dir + "/1/model.pt")) {
+    GTEST_SKIP() << "examples not generated (make models)";
+  }
+  auto r = BackendRegistry::WithBuiltins();
+  ModelSpec s;
+  s.name = "simple_pytorch";
+  s.backend = "pytorch";
+  s.max_batch_size = 8;
+  for (const char* n : {"INPUT__0", "INPUT__1"}) s.inputs.push_back(Tensor(n, DataType::kInt32));
+  for (const char* n : {"OUTPUT__0", "OUTPUT__1"}) s.outputs.push_back(Tensor(n, DataType::kInt32));
+  auto b = r->Find(s);
+  if (!b.ok()) GTEST_SKIP() << "no pytorch backend in this build: " << b.status().message();
+  ModelLoadContext ctx;
+  ctx.spec = &s;
+  ctx.model_dir = model_dir;
+  ctx.version_dir = model_dir + "/1";
+  ctx.version = 1;
+  auto m = (*b)->LoadModel(ctx);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto cpu = (*m)->CreateInstance(InstanceInfo{"simple_pytorch_0", InstanceKind::kCpu, 0});
+  ASSERT_TRUE(cpu.ok()) << cpu.status().message();
+  auto gpu = (*m)->CreateInstance(InstanceInfo{"simple_pytorch_gpu_0", InstanceKind::kGpu, 0});
+  if (gpu.ok()) GTEST_SKIP() << "this libtorch runs on a GPU here";
+  EXPECT_EQ(gpu.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(gpu.status().message().find("'simple_pytorch_gpu_0' is KIND_GPU on GPU 0"),
+            std::string::npos)
+      << gpu.status().message();
+  EXPECT_TRUE(gpu.status().message().find("without CUDA") != std::string::npos ||
+              gpu.status().message().find("no CUDA device") != std::string::npos)
+      << gpu.status().message();
+
+  // A bad COMPUTE_PRECISION is refused at load, naming the parameter.
+  s.parameters["COMPUTE_PRECISION"] = "fp8";
+  auto refused = (*b)->LoadModel(ctx);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("COMPUTE_PRECISION"), std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace inferd

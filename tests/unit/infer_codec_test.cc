@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "fake_device.h"
+
 namespace inferd::http {
 namespace {
 
@@ -110,6 +112,66 @@ TEST(InferCodecTest, Fp16MustBeBinary) {
   InferResponse r;
   r.AddOutput("H", DataType::kFp16, {1}, 2);
   EXPECT_FALSE(EncodeInferResponse(r, OutputEncoding{}).ok());
+}
+
+}  // namespace
+}  // namespace inferd::http
+
+// Inputs and outputs in CUDA shared-memory regions, over a fake device whose
+// "GPU" memory is host memory: the codec finds the region by name, checks
+// bounds, copies device -> host for inputs and host -> device for outputs.
+namespace inferd::http {
+namespace {
+
+TEST(InferCodecCudaShmTest, InputsAndOutputsUseCudaRegions) {
+  auto dev = std::make_shared<testing_fakes::FakeDevice>();
+  CudaSharedMemoryManager cuda(dev);
+  SharedMemoryManager shm;
+  shm.set_cuda(&cuda);
+  ASSERT_TRUE(cuda.Register("g", std::string(64, 'h'), 0, 64).ok());
+  const float values[2] = {1.5f, -2.0f};
+  auto region = cuda.Find("g");
+  ASSERT_TRUE(region.ok());
+  ASSERT_TRUE((*region)->CopyFromHost(8, reinterpret_cast<const char*>(values), 8).ok());
+
+  auto d =
+      DecodeInferRequest(Body(R"({"inputs":[{"name":"X","shape":[2],"datatype":"FP32","parameters":{
+             "shared_memory_region":"g","shared_memory_byte_size":8,"shared_memory_offset":8}}],
+             "outputs":[{"name":"Y","parameters":{"shared_memory_region":"g",
+             "shared_memory_byte_size":8,"shared_memory_offset":32}}]})"),
+                         std::nullopt, "m", -1, DecodeLimits{}, &shm);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const auto& in = d->request->inputs[0];
+  ASSERT_EQ(in.data.byte_size, 8u);
+  EXPECT_EQ(in.data.memory_type, MemoryType::kCpu);  // a host copy
+  EXPECT_EQ(std::memcmp(in.data.data, values, 8), 0);
+
+  InferResponse response;
+  InferOutput out;
+  out.name = "Y";
+  out.datatype = DataType::kFp32;
+  out.shape = {2};
+  out.buffer = OwnedBuffer(8);
+  const float y[2] = {3.0f, 4.0f};
+  std::memcpy(out.buffer.data(), y, 8);
+  response.outputs.push_back(std::move(out));
+  auto encoded = EncodeInferResponse(response, d->encoding);
+  ASSERT_TRUE(encoded.ok()) << encoded.status().message();
+  float back[2] = {};
+  ASSERT_TRUE((*region)->CopyToHost(32, 8, reinterpret_cast<char*>(back)).ok());
+  EXPECT_EQ(back[0], 3.0f);
+  EXPECT_EQ(back[1], 4.0f);
+  EXPECT_EQ(encoded->body.find("\"data\""), std::string::npos);
+
+  // Out of the region's bounds: a clear 400, naming the region.
+  auto bad =
+      DecodeInferRequest(Body(R"({"inputs":[{"name":"X","shape":[2],"datatype":"FP32","parameters":{
+             "shared_memory_region":"g","shared_memory_byte_size":8,"shared_memory_offset":60}}]})"),
+                         std::nullopt, "m", -1, DecodeLimits{}, &shm);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'g'"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("out of bounds"), std::string::npos);
 }
 
 }  // namespace

@@ -110,6 +110,42 @@ TEST(MetricsGpuTest, AbsentNvmlMeansNoSourceAndNoFamilies) {
   EXPECT_TRUE(GpuFamilies({}).empty());
 }
 
+// The NVML source over a fake libnvidia-ml (tests/fakes/fake_nvml.c): GPU 0
+// answers everything, GPU 1 has no power or energy readings.
+TEST(MetricsGpuTest, NvmlSourceReadsEveryGpuThroughDlopen) {
+  std::string why;
+  auto source = OpenNvml(INFERD_FAKE_NVML, &why);
+  ASSERT_NE(source, nullptr) << why;
+  auto gpus = source->Sample();
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].uuid, "GPU-fake-0");
+  EXPECT_DOUBLE_EQ(*gpus[0].utilization, 0.42);
+  EXPECT_EQ(*gpus[0].memory_total_bytes, 150754820096ull);
+  EXPECT_EQ(*gpus[0].memory_used_bytes, 1073741824ull);
+  EXPECT_DOUBLE_EQ(*gpus[0].power_usage_watts, 123.456);
+  EXPECT_DOUBLE_EQ(*gpus[0].power_limit_watts, 700);
+  // Energy counts from when the source was opened (+1.5 J per fake read).
+  EXPECT_DOUBLE_EQ(*gpus[0].energy_joules, 1.5);
+  EXPECT_DOUBLE_EQ(*source->Sample()[0].energy_joules, 3.0);
+  EXPECT_EQ(gpus[1].uuid, "GPU-fake-1");
+  EXPECT_DOUBLE_EQ(*gpus[1].utilization, 0.07);
+  EXPECT_FALSE(gpus[1].power_usage_watts.has_value());
+  EXPECT_FALSE(gpus[1].power_limit_watts.has_value());
+  EXPECT_FALSE(gpus[1].energy_joules.has_value());
+
+  std::string text;
+  WriteText(GpuFamilies(gpus), text);
+  EXPECT_NE(text.find("nv_gpu_utilization{gpu_uuid=\"GPU-fake-0\"} 0.42\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("nv_gpu_utilization{gpu_uuid=\"GPU-fake-1\"} 0.07\n"), std::string::npos);
+  EXPECT_NE(text.find("nv_gpu_power_usage{gpu_uuid=\"GPU-fake-0\"} 123.456\n"), std::string::npos);
+  EXPECT_EQ(text.find("nv_gpu_power_usage{gpu_uuid=\"GPU-fake-1\""), std::string::npos);
+  EXPECT_NE(text.find("# TYPE nv_energy_consumption counter\n"), std::string::npos);
+  EXPECT_NE(text.find("nv_gpu_memory_total_bytes{gpu_uuid=\"GPU-fake-1\"} 150754820096\n"),
+            std::string::npos)
+      << text;
+}
+
 TEST(MetricsGpuTest, GpuFamiliesLabelledByUuidAndSkipUnsupportedQueries) {
   GpuSample a;
   a.uuid = "GPU-aaaa";

@@ -70,6 +70,35 @@ TEST(ModelConfigTest, GpuKindWithoutGpuIsRefused) {
   EXPECT_NE(s.message().find("KIND_GPU"), std::string::npos);
 }
 
+TEST(ModelConfigTest, AutoKindIsGpuOnlyWhenTheGroupListsGpus) {
+  auto kind_of = [](const std::string& group, int gpu_count) {
+    auto c = ParseModelConfigText(std::string(kSimple) + group, "f");
+    EXPECT_TRUE(c.ok());
+    NormalizeOptions o;
+    o.gpu_count = gpu_count;
+    EXPECT_TRUE(NormalizeModelConfig("simple", o, *c).ok());
+    return c->instance_group(0).kind();
+  };
+  using G = inference::ModelInstanceGroup;
+  EXPECT_EQ(kind_of("", 1), G::KIND_CPU);  // no group: CPU even with a GPU
+  EXPECT_EQ(kind_of("instance_group [{ count: 2 }]", 1), G::KIND_CPU);
+  EXPECT_EQ(kind_of("instance_group [{ gpus: [0] }]", 1), G::KIND_GPU);
+  // Listing a GPU that does not exist is an error, not a silent fall-back.
+  auto missing = ParseModelConfigText(std::string(kSimple) + "instance_group [{ gpus: [1] }]", "f");
+  ASSERT_TRUE(missing.ok());
+  NormalizeOptions one;
+  one.gpu_count = 1;
+  Status s = NormalizeModelConfig("simple", one, *missing);
+  EXPECT_NE(s.message().find("names GPU 1 which does not exist"), std::string::npos) << s.message();
+  // KIND_GPU without gpus takes every GPU.
+  auto c = ParseModelConfigText(std::string(kSimple) + "instance_group [{ kind: KIND_GPU }]", "f");
+  ASSERT_TRUE(c.ok());
+  NormalizeOptions two;
+  two.gpu_count = 2;
+  ASSERT_TRUE(NormalizeModelConfig("simple", two, *c).ok());
+  EXPECT_EQ(c->instance_group(0).gpus_size(), 2);
+}
+
 TEST(ModelConfigTest, PlatformCompletesBackend) {
   auto c = ParseModelConfigText("platform: \"pytorch_libtorch\"", "f");
   ASSERT_TRUE(c.ok());

@@ -357,9 +357,9 @@ StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInfe
                                std::string("tensor ") + Q(input.name) + " for model " +
                                Q(m.model_name()));
       }
-      SharedMemorySlice& s = **slice;
-      input.data = BufferView{s.data, static_cast<size_t>(s.byte_size), MemoryType::kCpu, 0};
-      req.Hold(std::move(s.region));
+      auto view = SharedMemoryInputView(**slice, "input " + Q(input.name), req);
+      if (!view.ok()) return view.status();
+      input.data = *view;
     } else if (in.has_contents()) {
       if (raw_count > 0) {
         return InvalidArgument(

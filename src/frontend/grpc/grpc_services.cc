@@ -450,21 +450,56 @@ Status ClientShmAllowed(const InferenceServer& server) {
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
-    Ctx* ctx, const inference::CudaSharedMemoryStatusRequest*,
-    inference::CudaSharedMemoryStatusResponse*) {
-  return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryStatus)");
+    Ctx* ctx, const inference::CudaSharedMemoryStatusRequest* request,
+    inference::CudaSharedMemoryStatusResponse* response) {
+  auto status = server_.cuda_shared_memory().GetStatus(request->name());
+  if (!status.ok()) return FinishNow(ctx, status.status());
+  for (const auto& r : *status) {
+    auto& out = (*response->mutable_regions())[r.name];
+    out.set_name(r.name);
+    out.set_device_id(static_cast<uint64_t>(r.device_id));
+    out.set_byte_size(r.byte_size);
+  }
+  return FinishNow(ctx, Status::Ok());
 }
 
+namespace {
+
+Status CudaShmAllowed(const InferenceServer& server) {
+  if (server.allow_client_shm()) return Status::Ok();
+  return Unimplemented(
+      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to "
+      "enable.");
+}
+
+}  // namespace
+
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
-    Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest*,
+    Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest* request,
     inference::CudaSharedMemoryRegisterResponse*) {
-  return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryRegister)");
+  if (Status allowed = CudaShmAllowed(server_); !allowed.ok()) return FinishNow(ctx, allowed);
+  if (request->name().empty()) {
+    return FinishNow(ctx, InvalidArgument("'name' is necessary to register CUDA shared memory "
+                                          "region"));
+  }
+  if (request->device_id() < 0 || request->device_id() > INT32_MAX) {
+    return FinishNow(ctx, InvalidArgument("'device_id' " + std::to_string(request->device_id()) +
+                                          " is out of range"));
+  }
+  // Opening an IPC handle maps device memory: not on a gRPC thread.
+  auto* reactor = ctx->DefaultReactor();
+  worker_.Post([this, reactor, name = request->name(), handle = request->raw_handle(),
+                device = request->device_id(), size = request->byte_size()] {
+    reactor->Finish(ToGrpcStatus(server_.RegisterCudaSharedMemory(name, handle, device, size)));
+  });
+  return reactor;
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
-    Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest*,
+    Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest* request,
     inference::CudaSharedMemoryUnregisterResponse*) {
-  return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryUnregister)");
+  if (Status allowed = CudaShmAllowed(server_); !allowed.ok()) return FinishNow(ctx, allowed);
+  return FinishNow(ctx, server_.cuda_shared_memory().Unregister(request->name()));
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::TraceSetting(Ctx* ctx,

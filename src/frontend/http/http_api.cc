@@ -467,9 +467,17 @@ HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
     Writer w(buf);
     w.StartArray();
     if (cuda) {
-      // No GPU support in this build: nothing is ever registered.
-      if (!name.empty()) {
-        return ErrorResponse(404, "Unable to find cuda shared memory region: '" + name + "'");
+      auto status = server_.cuda_shared_memory().GetStatus(name);
+      if (!status.ok()) return FromStatus(status.status());
+      for (const auto& r : *status) {
+        w.StartObject();
+        w.Key("name");
+        w.String(r.name.c_str());
+        w.Key("device_id");
+        w.Int64(r.device_id);
+        w.Key("byte_size");
+        w.Uint64(r.byte_size);
+        w.EndObject();
       }
     } else {
       auto status = server_.shared_memory().GetStatus(name);
@@ -498,25 +506,17 @@ HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
                          "'--allow-client-shm=true' to enable.");
   }
   if (action == "unregister") {
-    if (cuda) {
-      if (!name.empty()) {
-        return ErrorResponse(404, "Unable to find cuda shared memory region: '" + name + "'");
-      }
-      return HttpResponse{};
-    }
-    Status s = server_.shared_memory().Unregister(name);
+    Status s = cuda ? server_.cuda_shared_memory().Unregister(name)
+                    : server_.shared_memory().Unregister(name);
     return s.ok() ? HttpResponse{} : FromStatus(s);
   }
   if (name.empty()) {
     return ErrorResponse(400, std::string("'region name' is necessary to register ") + kind +
                                   " shared memory region");
   }
-  if (cuda) {
-    return ErrorResponse(
-        501, "failed to register CUDA shared memory region: '" + name + "', GPUs not supported");
-  }
   rapidjson::Document d;
   d.Parse(req.body ? req.body->c_str() : "", req.body ? req.body->size() : 0);
+  if (cuda) return RegisterCudaSharedMemory(name, d);
   if (d.HasParseError() || !d.IsObject()) {
     return ErrorResponse(400, "register body must be a JSON object with 'key' and 'byte_size'");
   }

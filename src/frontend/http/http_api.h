@@ -7,6 +7,8 @@
 // Repository load/unload may take long, so they run on a separate thread.
 #pragma once
 
+#include <rapidjson/document.h>
+
 #include <cstddef>
 
 #include "frontend/http/http_types.h"
@@ -32,6 +34,7 @@ class HttpApi {
                         std::shared_ptr<HttpResponder> responder);
   // /v2/systemsharedmemory/... and /v2/cudasharedmemory/...
   HttpResponse HandleSharedMemory(const HttpRequest& req, const std::vector<std::string>& segments);
+  HttpResponse RegisterCudaSharedMemory(const std::string& name, const rapidjson::Document& body);
 
   InferenceServer& server_;
   const HttpApiOptions options_;

@@ -372,8 +372,9 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
     if (has_shm) {
       auto ref = ResolveSharedMemoryParams(*params, where, shm);
       if (!ref.ok()) return ref.status();
-      input.data = BufferView{ref->data, static_cast<size_t>(ref->byte_size), MemoryType::kCpu, 0};
-      req.Hold(ref->region);
+      auto view = SharedMemoryInputView(*ref, where, req);
+      if (!view.ok()) return view.status();
+      input.data = *view;
     } else if (has_binary) {
       auto size = GetUint(*params, "binary_data_size", where);
       if (!size.ok()) return size.status();

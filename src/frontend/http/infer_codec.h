@@ -17,6 +17,7 @@
 #include "core/infer_request.h"
 #include "core/model_spec.h"
 #include "core/status.h"
+#include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
 
 namespace inferd::http {
