@@ -315,6 +315,16 @@ TEST(GrpcShmDisabledTest, RegisterRefusedStatusWorks) {
                          StatusCode::UNIMPLEMENTED, "--allow-client-shm=true"));
   }
   {
+    inference::CudaSharedMemoryRegisterRequest req;
+    req.set_name("g");
+    req.set_raw_handle(std::string(64, '\0'));
+    req.set_byte_size(16);
+    inference::CudaSharedMemoryRegisterResponse resp;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(HasError(stub->CudaSharedMemoryRegister(&ctx, req, &resp),
+                         StatusCode::UNIMPLEMENTED, "--allow-client-shm=true"));
+  }
+  {
     inference::SystemSharedMemoryStatusRequest req;
     inference::SystemSharedMemoryStatusResponse resp;
     grpc::ClientContext ctx;
