@@ -108,9 +108,12 @@ Goal: ≥ 0.7 of the bare service at every concurrency; lowest ratio in this run
 
 Where the time goes: the peer answers on the gRPC thread that read the call. inferd decodes,
 validates, runs \`simple\` and encodes; since a fast model with an idle instance runs inline
-on that same thread (docs/decisions.md, "Inline execution"), there is no thread hand-off per
-call any more: the hand-off (a futex wake and a context switch, ~12-20 µs on this 2-vCPU VM) had
-been ~19 µs of inferd's ~21 µs server-side time at concurrency 1. Numbers swing with background
+on that same thread (docs/decisions.md, "Inline execution"), and a call whose inference has
+completed by the time the handler returns is answered through gRPC's default reactor, as the
+peer does, there is no thread hand-off per call any more. Before these two changes the
+hand-off to the instance thread (a futex wake and a context switch, ~12-20 µs on this 2-vCPU VM)
+was ~19 µs of inferd's ~21 µs server-side time at concurrency 1, and gRPC ran our reactor's
+\`OnDone\` on another thread; the ratios were 0.54 / 0.52 / 0.64 on a quiet machine. Numbers swing with background
 load on this machine (the peer alone varies 2x between runs); rerun on a quiet host for
 decisions.
 DOC

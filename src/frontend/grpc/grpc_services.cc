@@ -77,7 +77,17 @@ class InferCall final : public ::grpc::ServerUnaryReactor {
   }
   explicit InferCall(ModelInferResponse* response) : response_(response) {}
 
-  void Complete(const Status& status, std::unique_ptr<InferResponse> response) {
+  void Complete(Status status, std::unique_ptr<InferResponse> response) {
+    if (stage_.load(std::memory_order_acquire) == kInHandler) {
+      // Completed inside ModelInfer (inline execution): leave the result for
+      // the handler, which answers like a plain unary method.
+      inline_status_ = std::move(status);
+      inline_response_ = std::move(response);
+      int expected = kInHandler;
+      if (stage_.compare_exchange_strong(expected, kInline, std::memory_order_acq_rel)) return;
+      status = std::move(inline_status_);  // the handler has returned meanwhile
+      response = std::move(inline_response_);
+    }
     if (claimed_.exchange(true)) return;  // cancelled: the call is finished
     if (!status.ok()) return Finish(ToGrpcStatus(status));
     // The response message lives until OnDone, which cannot come before Finish.
@@ -104,8 +114,29 @@ class InferCall final : public ::grpc::ServerUnaryReactor {
     auto last = std::move(self_);  // may destroy *this when it goes out of scope
   }
 
+  // Called by ModelInfer once the inference is started. If it already
+  // completed, answers through the context's default reactor (no reactor
+  // of ours for gRPC to call back: one thread hop fewer) and returns that;
+  // else nullptr, and this call is gRPC's reactor.
+  ::grpc::ServerUnaryReactor* FinishIfCompleted(::grpc::CallbackServerContext* ctx) {
+    int expected = kInHandler;
+    if (stage_.compare_exchange_strong(expected, kAsync, std::memory_order_acq_rel)) {
+      return nullptr;
+    }
+    Status status = inline_status_;
+    if (status.ok()) status = EncodeInferResponse(*inline_response_, shm_outputs_, response_);
+    self_.reset();  // gRPC never holds this object
+    auto* reactor = ctx->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(status));
+    return reactor;
+  }
+
  private:
+  enum Stage { kInHandler, kInline, kAsync };
   ModelInferResponse* const response_;
+  std::atomic<int> stage_{kInHandler};
+  Status inline_status_;                            // set before stage_ becomes kInline
+  std::unique_ptr<InferResponse> inline_response_;  // likewise
   std::map<std::string, SharedMemoryOutput> shm_outputs_;
   std::atomic<bool> claimed_{false};
   std::atomic<bool> cancelled_{false};
@@ -268,8 +299,9 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
   call->set_shm_outputs(std::move(decoded->shm_outputs));
   decoded->request->cancel_flag = InferCall::CancelFlag(call);
   server_.Infer(std::move(decoded->request), [call](Status s, std::unique_ptr<InferResponse> r) {
-    call->Complete(s, std::move(r));
+    call->Complete(std::move(s), std::move(r));
   });
+  if (auto* done = call->FinishIfCompleted(ctx)) return done;
   return call.get();
 }
 
