@@ -108,14 +108,17 @@ class Gateway:
         return self
 
     def _read(self):
-        for raw in iter(self.proc.stderr.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip()
-            self.lines.append(line)
-            m = self.LINE.match(line)
-            if m:
-                self.ports[m.group(1)] = int(m.group(2))
-                if "HTTP" in self.ports and "gRPC" in self.ports:
-                    self.ready.set()
+        try:
+            for raw in iter(self.proc.stderr.readline, b""):
+                line = raw.decode("utf-8", "replace").rstrip()
+                self.lines.append(line)
+                m = self.LINE.match(line)
+                if m:
+                    self.ports[m.group(1)] = int(m.group(2))
+                    if "HTTP" in self.ports and "gRPC" in self.ports:
+                        self.ready.set()
+        except (OSError, ValueError):
+            pass  # stderr closed by stop()
 
     def log(self):
         return "\n".join(self.lines)
@@ -127,12 +130,14 @@ class Gateway:
         """SIGTERM; returns the exit code (None if it had to be killed)."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
+        code = self.proc.poll()
+        if code is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                return self.proc.wait(10)
+                code = self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-                return None
-        return self.proc.returncode
+                code = None
+        self.proc.stderr.close()
+        return code

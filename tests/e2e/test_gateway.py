@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""infer-gateway end to end: a real inferd (digits_pipeline and a slow
+pipeline) and a real gateway process in front of it, over HTTP and the
+gateway's own gRPC service. Accuracy on the held-out digits rendered as PNG,
+the JSON answer, bad images, unknown pipelines, deadlines and client
+disconnects cancelling the call to inferd, metrics and health, and inferd
+being down."""
+
+import importlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import grpc
+
+from harness import Client, model_config, write_model
+import pipeline_util as pu
+
+SKIP = pu.examples_missing()
+PROTO_DIR = os.path.join(pu.REPO_ROOT, "proto")
+LABELS = os.path.join(pu.EXAMPLES, "digits_pipeline", "labels.txt")
+WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+
+SLOW_PIPELINE = """name: "slow_pipeline"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "IMAGE" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "SCORES" data_type: TYPE_FP32 dims: [ 1, 8, 8 ] } ]
+ensemble_scheduling {
+  step [
+    { model_name: "digits_preprocess" model_version: -1
+      input_map { key: "image_bytes" value: "IMAGE" } output_map { key: "image" value: "px" } },
+    { model_name: "slow" model_version: -1
+      input_map { key: "INPUT0" value: "px" } output_map { key: "OUTPUT0" value: "SCORES" } }
+  ]
+}
+"""
+
+
+def gateway_messages(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    done = subprocess.run(["protoc", "--proto_path=" + PROTO_DIR, "--python_out=" + out_dir,
+                           os.path.join(PROTO_DIR, "gateway.proto")],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError("protoc failed: " + done.stderr)
+    sys.path.insert(0, out_dir)
+    return importlib.import_module("gateway_pb2")
+
+
+def metric(text, name, **labels):
+    """The value of one series in a Prometheus text scrape, or 0."""
+    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+@unittest.skipIf(SKIP, SKIP)
+class GatewayTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="inferd-gateway-")
+        cls.inferd = cls.gateway = None
+        try:
+            repo = os.path.join(cls.tmp, "models")
+            os.makedirs(repo)
+            pu.copy_digits_pipeline(repo)
+            write_model(repo, "slow", model_config(
+                "slow", "delay", [("INPUT0", "TYPE_FP32", (1, 8, 8))],
+                [("OUTPUT0", "TYPE_FP32", (1, 8, 8))], 8,
+                'parameters { key: "execute_delay_ms" value { string_value: "1500" } }'))
+            write_model(repo, "slow_pipeline", SLOW_PIPELINE)
+            cls.pb = gateway_messages(os.path.join(cls.tmp, "gen"))
+            cls.inferd, grpc_port = pu.start_inferd_with_grpc([repo])
+            cls.gateway = pu.Gateway("127.0.0.1:%d" % grpc_port,
+                                     ["--labels", "digits_pipeline=" + LABELS]).start()
+            cls.http = Client(cls.gateway.ports["HTTP"], persistent=True)
+            cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.gateway.ports["gRPC"])
+            cls.classify_rpc = cls.channel.unary_unary(
+                "/inferd_gateway.v1.Gateway/Classify",
+                request_serializer=lambda m: m.SerializeToString(),
+                response_deserializer=cls.pb.ClassifyResponse.FromString)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            if getattr(cls, "channel", None):
+                cls.channel.close()
+            if getattr(cls, "http", None):
+                cls.http.close()
+            if cls.gateway:
+                code = cls.gateway.stop()
+                if code != 0:
+                    raise AssertionError("infer-gateway exited with %r\n%s"
+                                         % (code, cls.gateway.log()))
+        finally:
+            if cls.inferd:
+                cls.inferd.stop()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def classify(self, pipeline, image, query=""):
+        return self.http.post("/v1/classify/%s%s" % (pipeline, query), image,
+                              {"Content-Type": "application/octet-stream"})
+
+    def assertError(self, r, status, *needles):
+        self.assertEqual(r.status, status, r)
+        msg = r.json()["error"]
+        for n in needles:
+            self.assertIn(n, msg)
+        return msg
+
+    def test_accuracy_on_held_out_pngs(self):
+        images = pu.digit_images(".png")
+        self.assertGreater(len(images), 400)
+        correct = 0
+        for data, label in images:
+            r = self.classify("digits_pipeline", data, "?top_k=1")
+            self.assertEqual(r.status, 200, r)
+            correct += int(r.json()["classes"][0]["index"] == label)
+        accuracy = correct / len(images)
+        self.assertGreaterEqual(accuracy, 0.95, "accuracy %.3f" % accuracy)
+
+    def test_answer_is_best_first_with_labels(self):
+        data, label = pu.digit_images(".png")[3]
+        body = self.classify("digits_pipeline", data).json()
+        self.assertEqual(body["model"], "digits_pipeline")
+        classes = body["classes"]
+        self.assertEqual(len(classes), 5)  # the default top_k
+        scores = [c["score"] for c in classes]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+        self.assertEqual(classes[0]["index"], label)
+        for c in classes:
+            self.assertEqual(c["label"], WORDS[c["index"]])
+        self.assertAlmostEqual(sum(scores), 1.0, delta=0.05)
+        three = self.classify("digits_pipeline", data, "?top_k=3").json()["classes"]
+        self.assertEqual(three, classes[:3])
+
+    def test_jpeg(self):
+        for data, label in pu.digit_images(".jpg")[:5]:
+            r = self.classify("digits_pipeline", data)
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json()["classes"][0]["index"], label)
+
+    def test_bad_image_is_400(self):
+        self.assertError(self.classify("digits_pipeline", b"GIF89a not really"), 400,
+                         "not a JPEG or PNG image")
+        png = pu.digit_images(".png")[0][0]
+        self.assertError(self.classify("digits_pipeline", png[:50]), 400, "cannot decode PNG")
+        self.assertError(self.classify("digits_pipeline", b""), 400, "empty body")
+
+    def test_bad_top_k_is_400(self):
+        png = pu.digit_images(".png")[0][0]
+        for q in ("?top_k=0", "?top_k=abc", "?top_k=100000"):
+            self.assertError(self.classify("digits_pipeline", png, q), 400, "top_k")
+
+    def test_unknown_pipeline_is_404(self):
+        self.assertError(self.classify("no_such_pipeline", b"x"), 404, "no_such_pipeline")
+
+    def test_model_that_is_not_a_pipeline_is_400(self):
+        self.assertError(self.classify("digits", b"x"), 400, "not an image pipeline")
+
+    def test_grpc_classify(self):
+        data, label = pu.digit_images(".png")[5]
+        resp = self.classify_rpc(self.pb.ClassifyRequest(pipeline="digits_pipeline", image=data,
+                                                         top_k=2), timeout=10)
+        self.assertEqual(resp.model, "digits_pipeline")
+        self.assertEqual(len(resp.classes), 2)
+        self.assertEqual(resp.classes[0].index, label)
+        self.assertEqual(resp.classes[0].label, WORDS[label])
+        self.assertGreaterEqual(resp.classes[0].score, resp.classes[1].score)
+
+    def test_grpc_errors(self):
+        with self.assertRaises(grpc.RpcError) as e:
+            self.classify_rpc(self.pb.ClassifyRequest(pipeline="digits_pipeline", image=b"nope"),
+                              timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+        self.assertIn("not a JPEG or PNG", e.exception.details())
+        with self.assertRaises(grpc.RpcError) as e:
+            self.classify_rpc(self.pb.ClassifyRequest(pipeline="missing", image=b"x"), timeout=10)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.NOT_FOUND)
+
+    def scrape(self):
+        return Client(self.gateway.ports["HTTP"]).get("/metrics").body.decode()
+
+    def test_grpc_deadline_cancels_the_inferd_call(self):
+        data = pu.digit_images(".png")[0][0]
+        t0 = time.monotonic()
+        with self.assertRaises(grpc.RpcError) as e:
+            self.classify_rpc(self.pb.ClassifyRequest(pipeline="slow_pipeline", image=data),
+                              timeout=0.3)
+        self.assertEqual(e.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.assertLess(time.monotonic() - t0, 1.2)
+
+    def test_client_disconnect_cancels_the_inferd_call(self):
+        data = pu.digit_images(".png")[0][0]
+        before = metric(self.scrape(), "middleman_inferd_calls_total", code="1")
+        s = socket.create_connection(("127.0.0.1", self.gateway.ports["HTTP"]))
+        s.sendall(b"POST /v1/classify/slow_pipeline HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        time.sleep(0.2)
+        s.close()
+        # The delay model takes 1.5 s; the cancelled call must end well before.
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            if metric(self.scrape(), "middleman_inferd_calls_total", code="1") > before:
+                break
+            time.sleep(0.05)
+        self.assertGreater(metric(self.scrape(), "middleman_inferd_calls_total", code="1"),
+                           before, "the call to inferd was not cancelled")
+        self.assertTrue(self.gateway.alive())
+
+    def test_health_and_metrics(self):
+        c = Client(self.gateway.ports["HTTP"])
+        self.assertEqual(c.get("/health/live").status, 200)
+        self.assertEqual(c.get("/health/ready").status, 200)
+        self.assertEqual(self.classify("digits_pipeline", pu.digit_images(".png")[0][0]).status,
+                         200)
+        text = self.scrape()
+        self.assertGreaterEqual(metric(text, "gateway_http_requests_total", code="200",
+                                       route="/v1/classify"), 1)
+        self.assertGreaterEqual(metric(text, "middleman_inferd_calls_total", code="0"), 1)
+        self.assertTrue(re.search(r'^gateway_http_request_duration_seconds_count\{route="/v1/'
+                                  r'classify"\} \d+', text, re.M), text[:2000])
+        self.assertEqual(c.get("/v1/nothing").status, 404)
+        self.assertEqual(c.get("/v1/classify/digits_pipeline").status, 405)
+
+
+class GatewayWithoutInferdTest(unittest.TestCase):
+    def test_inferd_down_is_503(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()  # nothing listens there now
+        gateway = pu.Gateway("127.0.0.1:%d" % port).start()
+        try:
+            c = Client(gateway.ports["HTTP"])
+            r = c.post("/v1/classify/digits_pipeline", b"\x89PNG....")
+            self.assertEqual(r.status, 503, r)
+            self.assertIn("unavailable", r.json()["error"])
+            self.assertEqual(c.get("/health/live").status, 200)
+            self.assertEqual(c.get("/health/ready").status, 503)
+        finally:
+            self.assertEqual(gateway.stop(), 0, gateway.log())
+
+
+if __name__ == "__main__":
+    unittest.main()
