@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
 #include "core/shape.h"
 
 namespace inferd {
@@ -21,6 +23,31 @@ StatusOr<char*> SharedMemoryRegion::Slice(uint64_t offset, uint64_t size) const 
                            " with size " + std::to_string(size) + " is out of bounds");
   }
   return data() + offset;
+}
+
+StatusOr<SharedMemorySlice> ResolveSharedMemory(const SharedMemoryManager* shm,
+                                                const std::string& where, const std::string& region,
+                                                uint64_t offset, uint64_t byte_size) {
+  if (shm == nullptr) {
+    return InvalidArgument(where + ": shared memory is not enabled on this server");
+  }
+  auto found = shm->Find(region);
+  if (!found.ok()) return InvalidArgument(where + ": " + found.status().message());
+  auto slice = (*found)->Slice(offset, byte_size);
+  if (!slice.ok()) return InvalidArgument(where + ": " + slice.status().message());
+  return SharedMemorySlice{std::move(*found), offset, byte_size, *slice};
+}
+
+Status WriteSharedMemoryOutput(const SharedMemoryOutput& dst, const std::string& output_name,
+                               const char* data, size_t size) {
+  if (size > dst.byte_size) {
+    return InvalidArgument("shared memory size specified with the request for output '" +
+                           output_name + "' (" + std::to_string(dst.byte_size) +
+                           " bytes) should be at least " + std::to_string(size) +
+                           " bytes to hold the results");
+  }
+  if (size > 0) std::memcpy(dst.data, data, size);
+  return Status::Ok();
 }
 
 bool SharedMemoryManager::IsValidKey(const std::string& key) {

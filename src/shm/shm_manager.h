@@ -47,6 +47,31 @@ class SharedMemoryRegion {
   uint64_t map_offset_ = 0;  // file offset of the mapping (page-aligned)
 };
 
+// A tensor placed in a registered region: [offset, offset + byte_size),
+// already bounds-checked. Holding it keeps the mapping alive.
+struct SharedMemorySlice {
+  std::shared_ptr<SharedMemoryRegion> region;
+  uint64_t offset = 0, byte_size = 0;
+  char* data = nullptr;
+};
+
+// An output the client asked to receive in a region (HTTP and gRPC).
+using SharedMemoryOutput = SharedMemorySlice;
+
+class SharedMemoryManager;
+
+// Resolves a request's (region, offset, byte_size) reference. `shm` nullptr
+// means shared memory is not available on this path. INVALID_ARGUMENT naming
+// `where` (e.g. "input 'x'") for an unknown region or an out-of-range slice.
+StatusOr<SharedMemorySlice> ResolveSharedMemory(const SharedMemoryManager* shm,
+                                                const std::string& where, const std::string& region,
+                                                uint64_t offset, uint64_t byte_size);
+
+// Copies an output's bytes into its slice; INVALID_ARGUMENT if the slice is
+// smaller than the output.
+Status WriteSharedMemoryOutput(const SharedMemoryOutput& dst, const std::string& output_name,
+                               const char* data, size_t size);
+
 struct RegionStatus {
   std::string name, key;
   uint64_t offset = 0, byte_size = 0;

@@ -142,7 +142,11 @@ TEST(GrpcCodecTest, DataSourceErrors) {
   expect_invalid(datatype, "unknown datatype 'int32'");
   auto shm = Simple();
   (*shm->mutable_inputs(0)->mutable_parameters())["shared_memory_offset"].set_int64_param(0);
-  expect_invalid(shm, "shared memory not enabled");
+  expect_invalid(shm, "need 'shared_memory_region'");
+  auto shm_off = Simple();  // a region, but no server-side manager
+  (*shm_off->mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_string_param("r");
+  (*shm_off->mutable_inputs(0)->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
+  expect_invalid(shm_off, "shared memory is not enabled");
   auto version = Simple();
   version->set_model_version("v1");
   expect_invalid(version, "version");
@@ -205,8 +209,13 @@ TEST(GrpcCodecTest, RequestedOutputs) {
 
   (*o->mutable_parameters())["classification"].set_int64_param(3);
   auto c = Decode(msg);
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("not enabled"), std::string::npos);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->request->outputs[1].classification, 3u);
+
+  (*o->mutable_parameters())["classification"].set_int64_param(int64_t{UINT32_MAX} + 1);
+  auto big = Decode(msg);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("too large"), std::string::npos);
 }
 
 TEST(GrpcCodecTest, EncodeUsesRawOutputContentsInOrder) {
@@ -221,7 +230,7 @@ TEST(GrpcCodecTest, EncodeUsesRawOutputContentsInOrder) {
   resp.AddOutput("A_OUT", DataType::kFp32, {0}, 0);
   ModelInferResponse out;
   out.add_outputs()->set_name("stale");  // cleared first
-  EncodeInferResponse(resp, &out);
+  ASSERT_TRUE(EncodeInferResponse(resp, {}, &out).ok());
   EXPECT_EQ(out.model_name(), "m");
   EXPECT_EQ(out.model_version(), "7");
   EXPECT_EQ(out.id(), "r");

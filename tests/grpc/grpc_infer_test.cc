@@ -634,28 +634,27 @@ TEST_F(GrpcInferTest, ReservedAndMistypedParameters) {
   ExpectInvalid(with("custom", [](P&) {}), "custom");  // no value set
 }
 
-TEST_F(GrpcInferTest, ClassificationNotEnabled) {
+TEST_F(GrpcInferTest, Classification) {
+  // OUTPUT0 = INPUT0 + INPUT1 = 1..16: the top two are 16 (index 15), 15 (14).
   ModelInferRequest req = SimpleRequest(1);
   auto* o = req.add_outputs();
   o->set_name("OUTPUT0");
   (*o->mutable_parameters())["classification"].set_int64_param(2);
-  ExpectInvalid(req, "not enabled");
+  ModelInferResponse r;
+  ASSERT_GRPC_OK(Infer(req, &r));
+  ASSERT_EQ(r.outputs_size(), 1);
+  EXPECT_EQ(r.outputs(0).datatype(), "BYTES");
+  ASSERT_EQ(r.outputs(0).shape_size(), 2);
+  EXPECT_EQ(r.outputs(0).shape(0), 1);
+  EXPECT_EQ(r.outputs(0).shape(1), 2);
+  EXPECT_EQ(r.raw_output_contents(0), SerializeBytes({"16:15", "15:14"}));
+
   (*o->mutable_parameters())["classification"].set_string_param("2");
   ExpectInvalid(req, "int64_param");
   (*o->mutable_parameters())["classification"].set_int64_param(-1);
   ExpectInvalid(req, "classification");
-}
-
-TEST_F(GrpcInferTest, SharedMemoryNotEnabled) {
-  ModelInferRequest req = SimpleRequest(1);
-  (*req.mutable_inputs(0)->mutable_parameters())["shared_memory_region"].set_string_param("r");
-  ExpectInvalid(req, "shared memory not enabled");
-
-  ModelInferRequest req2 = SimpleRequest(1);
-  auto* o = req2.add_outputs();
-  o->set_name("OUTPUT0");
-  (*o->mutable_parameters())["shared_memory_byte_size"].set_int64_param(64);
-  ExpectInvalid(req2, "shared memory not enabled");
+  (*o->mutable_parameters())["classification"].set_int64_param(int64_t{1} << 40);
+  ExpectInvalid(req, "too large");
 }
 
 }  // namespace

@@ -380,28 +380,6 @@ TEST_F(GrpcRpcTest, NotYetServedRpcsAreUnimplemented) {
   {
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    inference::SystemSharedMemoryStatusResponse r;
-    expect(stub().SystemSharedMemoryStatus(&ctx, {}, &r), "SystemSharedMemoryStatus");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    inference::SystemSharedMemoryRegisterRequest req;
-    req.set_name("r");
-    req.set_key("/k");
-    req.set_byte_size(64);
-    inference::SystemSharedMemoryRegisterResponse r;
-    expect(stub().SystemSharedMemoryRegister(&ctx, req, &r), "SystemSharedMemoryRegister");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    inference::SystemSharedMemoryUnregisterResponse r;
-    expect(stub().SystemSharedMemoryUnregister(&ctx, {}, &r), "SystemSharedMemoryUnregister");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
     inference::CudaSharedMemoryStatusResponse r;
     expect(stub().CudaSharedMemoryStatus(&ctx, {}, &r), "CudaSharedMemoryStatus");
   }

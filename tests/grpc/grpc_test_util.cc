@@ -172,10 +172,11 @@ std::shared_ptr<grpc::Channel> GrpcServerTest::NewChannel(const std::string& tar
 void GrpcServerTest::SetUpTestSuite() {
   repo_ = new TempRepository();
   WriteTestRepository(*repo_);
-  process_ = new InferdProcess(
-      {"--model-repository", repo_->path(), "--model-control-mode", "explicit", "--load-model", "*",
-       "--http-port", "0", "--http-address", "127.0.0.1", "--grpc-port", "0", "--grpc-address",
-       "127.0.0.1", "--allow-metrics=false", "--id=grpc-e2e", "--exit-timeout-secs=10"});
+  process_ =
+      new InferdProcess({"--model-repository", repo_->path(), "--model-control-mode", "explicit",
+                         "--load-model", "*", "--http-port", "0", "--http-address", "127.0.0.1",
+                         "--grpc-port", "0", "--grpc-address", "127.0.0.1", "--allow-metrics=false",
+                         "--id=grpc-e2e", "--exit-timeout-secs=10", "--allow-client-shm=true"});
   start_error_.clear();
   if (!process_->Start(&start_error_)) return;
   channel_ = NewChannel(process_->grpc_target());

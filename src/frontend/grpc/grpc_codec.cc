@@ -3,6 +3,7 @@
 #include <bit>
 #include <charconv>
 #include <cstring>
+#include <optional>
 
 #include "core/bytes_tensor.h"
 
@@ -232,46 +233,84 @@ Status DecodeContents(const InferTensorContents& c, const std::string& model, In
   return Status::Ok();
 }
 
-Status CheckInputParameters(const ParamMap& params, const std::string& name) {
+// Reads shared_memory_region / _byte_size / _offset from a tensor's
+// parameters. Returns nullopt when the tensor does not use shared memory.
+StatusOr<std::optional<SharedMemorySlice>> DecodeSharedMemoryParameters(
+    const ParamMap& params, const std::string& where, const SharedMemoryManager* shm) {
+  const InferParameter* region = nullptr;
+  std::optional<uint64_t> size, offset;
   for (const auto& [key, p] : params) {
-    if (IsSharedMemoryKey(key)) {
-      return InvalidArgument("input " + Q(name) + ": shared memory not enabled on this server (" +
-                             key + ")");
+    if (!IsSharedMemoryKey(key)) continue;
+    if (key == "shared_memory_region") {
+      if (p.parameter_choice_case() != InferParameter::kStringParam) {
+        return InvalidArgument(where + ": " + WrongKind(key, "string_param", p).message());
+      }
+      region = &p;
+      continue;
     }
+    uint64_t value = 0;
+    if (p.parameter_choice_case() == InferParameter::kInt64Param && p.int64_param() >= 0) {
+      value = static_cast<uint64_t>(p.int64_param());
+    } else if (p.parameter_choice_case() == InferParameter::kUint64Param) {
+      value = p.uint64_param();
+    } else if (p.parameter_choice_case() == InferParameter::kInt64Param) {
+      return InvalidArgument(where + ": invalid value for '" + key + "' parameter, expected >= 0");
+    } else {
+      return InvalidArgument(where + ": " + WrongKind(key, "int64_param", p).message());
+    }
+    (key == "shared_memory_byte_size" ? size : offset) = value;
   }
-  return Status::Ok();
+  if (region == nullptr) {
+    if (size || offset) {
+      return InvalidArgument(where +
+                             ": 'shared_memory_byte_size' and 'shared_memory_offset' need "
+                             "'shared_memory_region'");
+    }
+    return std::optional<SharedMemorySlice>();
+  }
+  if (!size) {
+    return InvalidArgument(where + ": 'shared_memory_region' needs 'shared_memory_byte_size'");
+  }
+  auto slice = ResolveSharedMemory(shm, where, region->string_param(), offset.value_or(0), *size);
+  if (!slice.ok()) return slice.status();
+  return std::optional<SharedMemorySlice>(std::move(*slice));
 }
 
 Status DecodeRequestedOutput(const ModelInferRequest::InferRequestedOutputTensor& o,
-                             RequestedOutput& out) {
+                             const SharedMemoryManager* shm, RequestedOutput& out,
+                             DecodedInferRequest& decoded) {
   out.name = o.name();
   for (const auto& [key, p] : o.parameters()) {
-    if (key == "classification") {
-      if (p.parameter_choice_case() != InferParameter::kInt64Param) {
-        return InvalidArgument("output " + Q(out.name) +
-                               ": invalid value type for 'classification' parameter, expected "
-                               "int64_param, got " +
-                               ParameterKind(p));
-      }
-      if (p.int64_param() < 0) {
-        return InvalidArgument("output " + Q(out.name) +
-                               ": invalid value for 'classification' parameter, expected >= 0");
-      }
-      // TODO(classification): the core does not produce class strings yet.
-      if (p.int64_param() > 0) {
-        return InvalidArgument("output " + Q(out.name) +
-                               ": the classification extension is not enabled on this server");
-      }
-    } else if (IsSharedMemoryKey(key)) {
+    if (key != "classification") continue;
+    if (p.parameter_choice_case() != InferParameter::kInt64Param) {
       return InvalidArgument("output " + Q(out.name) +
-                             ": shared memory not enabled on this server (" + key + ")");
+                             ": invalid value type for 'classification' parameter, expected "
+                             "int64_param, got " +
+                             ParameterKind(p));
     }
+    if (p.int64_param() < 0) {
+      return InvalidArgument("output " + Q(out.name) +
+                             ": invalid value for 'classification' parameter, expected >= 0");
+    }
+    if (p.int64_param() > int64_t{UINT32_MAX}) {
+      return InvalidArgument("output " + Q(out.name) + ": 'classification' is too large");
+    }
+    out.classification = static_cast<uint32_t>(p.int64_param());
+  }
+  const std::string where = "output " + Q(out.name);
+  auto slice = DecodeSharedMemoryParameters(o.parameters(), where, shm);
+  if (!slice.ok()) return slice.status();
+  if (slice->has_value()) {
+    if (out.classification > 0) {
+      return InvalidArgument("Output can't set both 'shared_memory_region' and 'classification' (" +
+                             where + ")");
+    }
+    decoded.shm_outputs[out.name] = std::move(**slice);
   }
   return Status::Ok();
 }
 
 }  // namespace
-
 StatusOr<int64_t> ParseModelVersion(std::string_view version) {
   if (version.empty()) return int64_t{-1};
   int64_t v = 0;
@@ -284,7 +323,8 @@ StatusOr<int64_t> ParseModelVersion(std::string_view version) {
   return v;
 }
 
-StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInferRequest> message) {
+StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInferRequest> message,
+                                                 const SharedMemoryManager* shm) {
   const ModelInferRequest& m = *message;
   auto version = ParseModelVersion(m.model_version());
   if (!version.ok()) return version.status();
@@ -309,8 +349,18 @@ StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInfe
                              " has unknown datatype " + Q(in.datatype()));
     }
     input.shape.assign(in.shape().begin(), in.shape().end());
-    INFERD_RETURN_IF_ERROR(CheckInputParameters(in.parameters(), input.name));
-    if (in.has_contents()) {
+    auto slice = DecodeSharedMemoryParameters(in.parameters(), "input " + Q(input.name), shm);
+    if (!slice.ok()) return slice.status();
+    if (slice->has_value()) {
+      if (in.has_contents()) {
+        return InvalidArgument("unexpected 'content' provided when using shared memory for input " +
+                               std::string("tensor ") + Q(input.name) + " for model " +
+                               Q(m.model_name()));
+      }
+      SharedMemorySlice& s = **slice;
+      input.data = BufferView{s.data, static_cast<size_t>(s.byte_size), MemoryType::kCpu, 0};
+      req.Hold(std::move(s.region));
+    } else if (in.has_contents()) {
       if (raw_count > 0) {
         return InvalidArgument(
             "contents field must not be specified when using "
@@ -339,14 +389,16 @@ StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInfe
   req.outputs.reserve(static_cast<size_t>(m.outputs_size()));
   for (const auto& o : m.outputs()) {
     RequestedOutput ro;
-    INFERD_RETURN_IF_ERROR(DecodeRequestedOutput(o, ro));
+    INFERD_RETURN_IF_ERROR(DecodeRequestedOutput(o, shm, ro, out));
     req.outputs.push_back(std::move(ro));
   }
   req.Hold(std::move(message));
   return out;
 }
 
-void EncodeInferResponse(const InferResponse& response, inference::ModelInferResponse* out) {
+Status EncodeInferResponse(const InferResponse& response,
+                           const std::map<std::string, SharedMemoryOutput>& shm_outputs,
+                           inference::ModelInferResponse* out) {
   out->Clear();
   out->set_model_name(response.model_name);
   out->set_model_version(std::to_string(response.model_version));
@@ -379,8 +431,14 @@ void EncodeInferResponse(const InferResponse& response, inference::ModelInferRes
     t->set_datatype(std::string(DataTypeToProtocol(o.datatype)));
     t->mutable_shape()->Add(o.shape.begin(), o.shape.end());
     std::string* raw = out->add_raw_output_contents();
-    if (o.buffer.size() > 0) raw->assign(o.buffer.data(), o.buffer.size());
+    if (auto shm = shm_outputs.find(o.name); shm != shm_outputs.end()) {
+      INFERD_RETURN_IF_ERROR(
+          WriteSharedMemoryOutput(shm->second, o.name, o.buffer.data(), o.buffer.size()));
+    } else if (o.buffer.size() > 0) {
+      raw->assign(o.buffer.data(), o.buffer.size());
+    }
   }
+  return Status::Ok();
 }
 
 }  // namespace inferd::grpc_frontend

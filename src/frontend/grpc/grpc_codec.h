@@ -17,12 +17,15 @@
 #include <grpcpp/support/status.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "core/infer_request.h"
 #include "core/status.h"
 #include "grpc_service.pb.h"
+#include "shm/shm_manager.h"
 
 namespace inferd::grpc_frontend {
 
@@ -41,20 +44,29 @@ struct DecodedInferRequest {
   std::unique_ptr<InferRequest> request;
   // triton_enable_empty_final_response (decoupled models on streams).
   bool enable_empty_final_response = false;
+  // Outputs the client asked to receive in shared-memory regions (by name).
+  std::map<std::string, SharedMemoryOutput> shm_outputs;
 };
 
-// Decodes a request. Per input, in order: `contents` (typed, must match the
-// datatype) or else the next raw_input_contents entry; mixing the two,
-// missing or unused raw entries, unknown datatypes, shared-memory and
-// classification parameters, reserved `triton_*` keys and mistyped reserved
+// Decodes a request. Per input, in order: a shared-memory region (through
+// `shm`; nullptr refuses them), else `contents` (typed, must match the
+// datatype), else the next raw_input_contents entry; mixing sources,
+// missing or unused raw entries, unknown datatypes, unknown regions or
+// out-of-range slices, reserved `triton_*` keys and mistyped reserved
 // parameters are INVALID_ARGUMENT naming the tensor or key. `message` must not
-// be modified afterwards; the returned request shares its ownership.
+// be modified afterwards; the returned request shares its ownership and
+// keeps the regions it reads mapped.
 StatusOr<DecodedInferRequest> DecodeInferRequest(
-    std::shared_ptr<const inference::ModelInferRequest> message);
+    std::shared_ptr<const inference::ModelInferRequest> message,
+    const SharedMemoryManager* shm = nullptr);
 
 // Encodes a response into `out` (cleared first): one outputs[i] and one
 // raw_output_contents[i] per output, in order; `contents` is never used.
+// Outputs named in `shm_outputs` are written to their region and get an
+// empty raw entry (INVALID_ARGUMENT if the region slice is too small).
 // Response parameters become typed InferParameters.
-void EncodeInferResponse(const InferResponse& response, inference::ModelInferResponse* out);
+Status EncodeInferResponse(const InferResponse& response,
+                           const std::map<std::string, SharedMemoryOutput>& shm_outputs,
+                           inference::ModelInferResponse* out);
 
 }  // namespace inferd::grpc_frontend

@@ -81,8 +81,12 @@ class InferCall final : public ::grpc::ServerUnaryReactor {
     if (claimed_.exchange(true)) return;  // cancelled: the call is finished
     if (!status.ok()) return Finish(ToGrpcStatus(status));
     // The response message lives until OnDone, which cannot come before Finish.
-    EncodeInferResponse(*response, response_);
-    Finish(::grpc::Status::OK);
+    Finish(ToGrpcStatus(EncodeInferResponse(*response, shm_outputs_, response_)));
+  }
+
+  // Outputs to write into shared memory; set before the request is started.
+  void set_shm_outputs(std::map<std::string, SharedMemoryOutput> outputs) {
+    shm_outputs_ = std::move(outputs);
   }
 
   // Set when the client cancels or the deadline passes; the scheduler drops
@@ -102,6 +106,7 @@ class InferCall final : public ::grpc::ServerUnaryReactor {
 
  private:
   ModelInferResponse* const response_;
+  std::map<std::string, SharedMemoryOutput> shm_outputs_;
   std::atomic<bool> claimed_{false};
   std::atomic<bool> cancelled_{false};
   std::shared_ptr<InferCall> self_;
@@ -247,7 +252,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
   // The registered allocator makes the message shared-owned; the decoded
   // request holds it, so raw_input_contents are referenced, not copied.
   auto* holder = static_cast<InferMessageHolder*>(ctx->GetRpcAllocatorState());
-  auto decoded = DecodeInferRequest(holder->shared_request());
+  auto decoded = DecodeInferRequest(holder->shared_request(), &server_.shared_memory());
   if (!decoded.ok()) {
     Status s = decoded.status();
     // An unknown model is reported as such, whatever else is wrong.
@@ -260,6 +265,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
   // gains decoupled models, refuse them here with UNIMPLEMENTED ("ModelInfer
   // RPC doesn't support models with decoupled transaction policy").
   auto call = InferCall::Create(response);
+  call->set_shm_outputs(std::move(decoded->shm_outputs));
   decoded->request->cancel_flag = InferCall::CancelFlag(call);
   server_.Infer(std::move(decoded->request), [call](Status s, std::unique_ptr<InferResponse> r) {
     call->Complete(s, std::move(r));
@@ -400,21 +406,47 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
-    Ctx* ctx, const inference::SystemSharedMemoryStatusRequest*,
-    inference::SystemSharedMemoryStatusResponse*) {
-  return NotServed(ctx, "system shared memory (SystemSharedMemoryStatus)");
+    Ctx* ctx, const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  auto regions = server_.shared_memory().GetStatus(request->name());
+  if (!regions.ok()) return FinishNow(ctx, regions.status());
+  for (const RegionStatus& r : *regions) {
+    auto& out = (*response->mutable_regions())[r.name];
+    out.set_name(r.name);
+    out.set_key(r.key);
+    out.set_offset(r.offset);
+    out.set_byte_size(r.byte_size);
+  }
+  return FinishNow(ctx, Status::Ok());
 }
 
+namespace {
+// Registering and unregistering client regions is opt-in (--allow-client-shm).
+Status ClientShmAllowed(const InferenceServer& server) {
+  if (server.allow_client_shm()) return Status::Ok();
+  return Unimplemented(
+      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to "
+      "enable.");
+}
+}  // namespace
+
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
-    Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest*,
+    Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
-  return NotServed(ctx, "system shared memory (SystemSharedMemoryRegister)");
+  if (Status s = ClientShmAllowed(server_); !s.ok()) return FinishNow(ctx, s);
+  if (request->name().empty()) {
+    return FinishNow(ctx, InvalidArgument("'region name' is necessary to register system shared "
+                                          "memory region"));
+  }
+  return FinishNow(ctx, server_.shared_memory().Register(request->name(), request->key(),
+                                                         request->offset(), request->byte_size()));
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
-    Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest*,
+    Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
-  return NotServed(ctx, "system shared memory (SystemSharedMemoryUnregister)");
+  if (Status s = ClientShmAllowed(server_); !s.ok()) return FinishNow(ctx, s);
+  return FinishNow(ctx, server_.shared_memory().Unregister(request->name()));
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(

@@ -98,8 +98,9 @@ class StreamInferReactor final
  private:
   struct Slot {
     std::string id, model_name, model_version;
-    bool done = false;  // guarded by the reactor's mu_
-    Status error;       // written by the completion before `done`
+    std::map<std::string, SharedMemoryOutput> shm_outputs;  // set before the request starts
+    bool done = false;                                      // guarded by the reactor's mu_
+    Status error;  // written by the completion before `done`
     ModelStreamInferResponse response;
   };
 
@@ -107,7 +108,7 @@ class StreamInferReactor final
     const std::string name = message->model_name();
     const std::string version = message->model_version();
     auto self = shared_from_this();
-    auto decoded = DecodeInferRequest(std::move(message));
+    auto decoded = DecodeInferRequest(std::move(message), &server_.shared_memory());
     if (!decoded.ok()) {
       Status s = decoded.status();
       // An unknown model is reported as such, whatever else is wrong.
@@ -117,6 +118,7 @@ class StreamInferReactor final
       Complete(slot, s, nullptr);
       return;
     }
+    slot->shm_outputs = std::move(decoded->shm_outputs);
     // One flag for the stream: set when nobody will read its responses.
     decoded->request->cancel_flag = std::shared_ptr<std::atomic<bool>>(self, &cancelled_);
     server_.Infer(std::move(decoded->request),
@@ -130,9 +132,8 @@ class StreamInferReactor final
   void Complete(const std::shared_ptr<Slot>& slot, Status status,
                 std::unique_ptr<InferResponse> response) {
     auto* infer_response = slot->response.mutable_infer_response();
-    if (status.ok()) {
-      EncodeInferResponse(*response, infer_response);
-    } else {
+    if (status.ok()) status = EncodeInferResponse(*response, slot->shm_outputs, infer_response);
+    if (!status.ok()) {
       slot->error = status;
       slot->response.set_error_message(status.message());
       infer_response->set_id(slot->id);

@@ -213,15 +213,9 @@ bool HasSharedMemory(const Value& params) {
           params.HasMember("shared_memory_offset"));
 }
 
-struct SharedMemoryRef {
-  std::shared_ptr<SharedMemoryRegion> region;
-  uint64_t offset = 0, byte_size = 0;
-  char* data = nullptr;
-};
-
 // Parses and resolves shared_memory_region / _byte_size / _offset.
-StatusOr<SharedMemoryRef> ResolveSharedMemory(const Value& p, const std::string& where,
-                                              const SharedMemoryManager* shm) {
+StatusOr<SharedMemorySlice> ResolveSharedMemoryParams(const Value& p, const std::string& where,
+                                                      const SharedMemoryManager* shm) {
   if (!p.HasMember("shared_memory_region")) {
     return InvalidArgument(where +
                            ": 'shared_memory_byte_size' and 'shared_memory_offset' "
@@ -233,7 +227,7 @@ StatusOr<SharedMemoryRef> ResolveSharedMemory(const Value& p, const std::string&
   if (!p.HasMember("shared_memory_byte_size")) {
     return InvalidArgument(where + ": 'shared_memory_region' needs 'shared_memory_byte_size'");
   }
-  SharedMemoryRef ref;
+  SharedMemorySlice ref;
   auto size = GetUint(p, "shared_memory_byte_size", where);
   if (!size.ok()) return size.status();
   ref.byte_size = *size;
@@ -242,17 +236,8 @@ StatusOr<SharedMemoryRef> ResolveSharedMemory(const Value& p, const std::string&
     if (!off.ok()) return off.status();
     ref.offset = *off;
   }
-  const std::string name = p["shared_memory_region"].GetString();
-  if (shm == nullptr) {
-    return InvalidArgument(where + ": shared memory is not enabled on this server");
-  }
-  auto region = shm->Find(name);
-  if (!region.ok()) return InvalidArgument(where + ": " + region.status().message());
-  auto slice = (*region)->Slice(ref.offset, ref.byte_size);
-  if (!slice.ok()) return InvalidArgument(where + ": " + slice.status().message());
-  ref.region = std::move(*region);
-  ref.data = *slice;
-  return ref;
+  return ResolveSharedMemory(shm, where, p["shared_memory_region"].GetString(), ref.offset,
+                             ref.byte_size);
 }
 
 }  // namespace
@@ -385,7 +370,7 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
                              (set.empty() ? std::string("no field is set") : "set" + set));
     }
     if (has_shm) {
-      auto ref = ResolveSharedMemory(*params, where, shm);
+      auto ref = ResolveSharedMemoryParams(*params, where, shm);
       if (!ref.ok()) return ref.status();
       input.data = BufferView{ref->data, static_cast<size_t>(ref->byte_size), MemoryType::kCpu, 0};
       req.Hold(ref->region);
@@ -454,10 +439,9 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
                 "'classification' (" +
                 where + ")");
           }
-          auto ref = ResolveSharedMemory(p, where, shm);
+          auto ref = ResolveSharedMemoryParams(p, where, shm);
           if (!ref.ok()) return ref.status();
-          out.encoding.shared_memory[ro.name] =
-              SharedMemoryOutput{ref->region, ref->offset, ref->byte_size};
+          out.encoding.shared_memory[ro.name] = std::move(*ref);
         }
       }
       out.encoding.binary[ro.name] = binary;
@@ -664,16 +648,8 @@ StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
     for (int64_t d : o.shape) w.Int64(d);
     w.EndArray();
     if (auto shm = encoding.shared_memory.find(o.name); shm != encoding.shared_memory.end()) {
-      const SharedMemoryOutput& dst = shm->second;
-      if (o.buffer.size() > dst.byte_size) {
-        return InvalidArgument("shared memory size specified with the request for output '" +
-                               o.name + "' (" + std::to_string(dst.byte_size) +
-                               " bytes) should be at least " + std::to_string(o.buffer.size()) +
-                               " bytes to hold the results");
-      }
-      auto slice = dst.region->Slice(dst.offset, o.buffer.size());
-      if (!slice.ok()) return slice.status();
-      if (o.buffer.size()) std::memcpy(*slice, o.buffer.data(), o.buffer.size());
+      INFERD_RETURN_IF_ERROR(
+          WriteSharedMemoryOutput(shm->second, o.name, o.buffer.data(), o.buffer.size()));
     } else if (encoding.IsBinary(o.name)) {
       w.Key("parameters");
       w.StartObject();

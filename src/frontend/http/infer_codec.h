@@ -25,13 +25,6 @@ struct DecodeLimits {
   size_t max_json_depth = 100;  // nesting of arrays/objects in the JSON header
 };
 
-// An output the client asked to receive in a shared-memory region.
-struct SharedMemoryOutput {
-  std::shared_ptr<SharedMemoryRegion> region;  // keeps the mapping alive
-  uint64_t offset = 0;
-  uint64_t byte_size = 0;
-};
-
 // How each output is to be returned: binary blob, JSON data, or written to
 // shared memory.
 struct OutputEncoding {
