@@ -56,6 +56,17 @@ inference::ModelInferRequest MakeInferRequest(const PipelineInfo& pipeline,
   return r;
 }
 
+inference::ModelInferRequest MakeShmInferRequest(const PipelineInfo& pipeline,
+                                                 const std::string& region, uint64_t byte_size) {
+  inference::ModelInferRequest r = MakeInferRequest(pipeline, {});
+  r.clear_raw_input_contents();
+  auto& params = *r.mutable_inputs(0)->mutable_parameters();
+  params["shared_memory_region"].set_string_param(region);
+  params["shared_memory_offset"].set_int64_param(0);
+  params["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(byte_size));
+  return r;
+}
+
 StatusOr<std::vector<ClassScore>> TopClasses(const PipelineInfo& pipeline,
                                              const inference::ModelInferResponse& response,
                                              uint32_t k, const std::vector<std::string>& labels) {

@@ -37,6 +37,11 @@ StatusOr<PipelineInfo> PipelineFromMetadata(const inference::ModelMetadataRespon
 // little-endian length, then the bytes), asking for the scores output only.
 inference::ModelInferRequest MakeInferRequest(const PipelineInfo& pipeline, std::string_view image);
 
+// The same request with the input in shared-memory region `region` (its
+// first `byte_size` bytes hold the BYTES element) instead of inline.
+inference::ModelInferRequest MakeShmInferRequest(const PipelineInfo& pipeline,
+                                                 const std::string& region, uint64_t byte_size);
+
 // The encoding of one BYTES element: length prefix and bytes.
 std::string BytesElement(std::string_view data);
 

@@ -1,6 +1,7 @@
 #include "gateway/gateway.h"
 
 #include <charconv>
+#include <cstring>
 
 namespace inferd::gateway {
 
@@ -121,7 +122,7 @@ void Gateway::Classify(const std::string& pipeline, std::shared_ptr<const std::s
                    service_.Compute([done, s] { done(s, {}); });
                    return;
                  }
-                 Infer(*p, std::move(image), top_k, call, std::move(done));
+                 Infer(*p, std::move(image), top_k, call, std::move(done), true);
                });
 }
 
@@ -152,13 +153,35 @@ void Gateway::WithPipeline(const std::string& pipeline, const CallOptions& call,
 }
 
 void Gateway::Infer(const PipelineInfo& pipeline, std::shared_ptr<const std::string> image,
-                    uint32_t top_k, const CallOptions& call, Done done) {
+                    uint32_t top_k, const CallOptions& call, Done done, bool allow_shm) {
   const PipelineInfo* p = &pipeline;
+  // With a lease the input goes through shared memory: the slot holds the
+  // BYTES element until inferd has answered (the lease rides in the callback).
+  std::shared_ptr<middleman::ShmPool::Lease> lease;
+  if (options_.shm != nullptr && allow_shm) lease = options_.shm->Acquire(4 + image->size());
+  inference::ModelInferRequest request;
+  if (lease) {
+    const std::string element = BytesElement(*image);
+    std::memcpy(lease->data(), element.data(), element.size());
+    request = MakeShmInferRequest(pipeline, lease->region(), element.size());
+  } else {
+    request = MakeInferRequest(pipeline, *image);
+  }
+  service_.metrics()
+      .counter("gateway_inputs_total", "Images sent to inferd, by how they travelled",
+               {{"path", lease ? "shared_memory" : "inline"}})
+      .Add();
   pool_.Call<inference::ModelInferRequest, inference::ModelInferResponse>(
-      &Async::ModelInfer, MakeInferRequest(pipeline, *image), call,
-      [this, p, top_k, done](const ::grpc::Status& status,
-                             inference::ModelInferResponse& response) {
+      &Async::ModelInfer, std::move(request), call,
+      [this, p, image, top_k, call, done, lease](const ::grpc::Status& status,
+                                                 inference::ModelInferResponse& response) {
         if (!status.ok()) {
+          if (lease && status.error_message().find(lease->region()) != std::string::npos) {
+            // inferd no longer knows the region (it restarted): register the
+            // slots again and send this image inline.
+            options_.shm->Invalidate();
+            return Infer(*p, image, top_k, call, done, false);
+          }
           Status s = Describe(p->name, status);
           service_.Compute([done, s] { done(s, {}); });
           return;

@@ -25,6 +25,7 @@
 #include "gateway/classify.h"
 #include "middleman/inferd_pool.h"
 #include "middleman/service.h"
+#include "middleman/shm_pool.h"
 
 namespace inferd::gateway {
 
@@ -32,6 +33,9 @@ struct GatewayOptions {
   Labels labels;
   uint32_t default_top_k = 5;
   uint32_t max_top_k = 1000;
+  // Non-null (--shared-memory system): inputs go through these slots when
+  // one is free and the image fits, else inline.
+  middleman::ShmPool* shm = nullptr;
 };
 
 struct ClassifyResult {
@@ -58,7 +62,7 @@ class Gateway {
   void WithPipeline(const std::string& pipeline, const middleman::CallOptions& call,
                     std::function<void(const Status&, const PipelineInfo*)> next);
   void Infer(const PipelineInfo& pipeline, std::shared_ptr<const std::string> image, uint32_t top_k,
-             const middleman::CallOptions& call, Done done);
+             const middleman::CallOptions& call, Done done, bool allow_shm);
   Status Describe(const std::string& pipeline, const ::grpc::Status& status) const;
 
   middleman::Service& service_;

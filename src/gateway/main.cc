@@ -18,7 +18,10 @@ constexpr char kUsage[] =
     "  --grpc-address A       gRPC address (default 0.0.0.0)\n"
     "  --inferd-url HOST:PORT inferd's gRPC endpoint (required)\n"
     "  --shared-memory MODE   none (default) or system: inputs through POSIX shared memory\n"
-    "                         registered with inferd (both on one host)\n"
+    "                         registered with inferd (both on one host; inferd needs\n"
+    "                         --allow-client-shm=true)\n"
+    "  --shm-slots N          shared-memory input slots (default 16)\n"
+    "  --shm-slot-bytes B     bytes per slot; larger images go inline (default 1048576)\n"
     "  --labels NAME=FILE     labels of pipeline NAME, one per line (repeatable)\n"
     "  --channels N           gRPC channels to inferd (default 4)\n"
     "  --timeout-ms T         deadline of a call to inferd without a caller's deadline\n"
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
   middleman::InferdPoolOptions po;
   gateway::GatewayOptions go;
   std::string shm = "none";
+  middleman::ShmPoolOptions shm_options;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -75,6 +79,10 @@ int main(int argc, char** argv) {
     } else if (flag == "--shared-memory") {
       shm = v;
       if (shm != "none" && shm != "system") Usage("--shared-memory wants none or system");
+    } else if (flag == "--shm-slots") {
+      shm_options.slots = Int(flag, v, 1, 4096);
+    } else if (flag == "--shm-slot-bytes") {
+      shm_options.slot_bytes = static_cast<size_t>(Int(flag, v, 64, 1 << 30));
     } else if (flag == "--labels") {
       Status s = go.labels.Add(v);
       if (!s.ok()) Usage(s.message());
@@ -93,17 +101,28 @@ int main(int argc, char** argv) {
     }
   }
   if (po.url.empty()) Usage("--inferd-url is required");
-  if (shm == "system") Usage("--shared-memory system is not supported by this build yet");
 
   middleman::Service service(so);
   middleman::InferdPool pool(po, &service.metrics());
+  std::unique_ptr<middleman::ShmPool> shm_pool;
+  if (shm == "system") {
+    auto created = middleman::ShmPool::Create(shm_options, pool, &service.metrics());
+    if (!created.ok()) {
+      std::cerr << "infer-gateway: " << created.status().message() << "\n";
+      return 1;
+    }
+    shm_pool = std::move(*created);
+    go.shm = shm_pool.get();
+  }
   gateway::Gateway gateway(service, pool, std::move(go));
   Status s = service.Start();
   if (!s.ok()) {
     std::cerr << "infer-gateway: " << s.message() << "\n";
     return 1;
   }
-  std::cerr << "infer-gateway: forwarding to inferd at " << po.url << "\n";
+  if (shm_pool) shm_pool->Register();  // inferd may not be up yet: Acquire retries
+  std::cerr << "infer-gateway: forwarding to inferd at " << po.url
+            << (shm_pool ? " (inputs through system shared memory)" : "") << "\n";
   if (service.grpc_port() >= 0) {
     std::cerr << "infer-gateway: gRPC listening on " << so.grpc_address << ":"
               << service.grpc_port() << "\n";

@@ -254,5 +254,94 @@ class GatewayWithoutInferdTest(unittest.TestCase):
             self.assertEqual(gateway.stop(), 0, gateway.log())
 
 
+@unittest.skipIf(SKIP, SKIP)
+class GatewaySharedMemoryTest(unittest.TestCase):
+    """--shared-memory system: inputs through slots the gateway registered with inferd."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="inferd-gateway-shm-")
+        repo = os.path.join(self.tmp, "models")
+        os.makedirs(repo)
+        pu.copy_digits_pipeline(repo)
+        self.repo = repo
+        self.inferd = self.gateway = None
+
+    def tearDown(self):
+        try:
+            if self.gateway:
+                self.gateway.stop()
+        finally:
+            if self.inferd:
+                self.inferd.stop()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def start(self, allow_shm):
+        self.inferd, grpc_port = pu.start_inferd_with_grpc(
+            [self.repo], ["--allow-client-shm=%s" % ("true" if allow_shm else "false")])
+        self.gateway = pu.Gateway("127.0.0.1:%d" % grpc_port,
+                                  ["--shared-memory", "system", "--shm-slots", "4"]).start()
+        return Client(self.gateway.ports["HTTP"])
+
+    def wait_for(self, c, name, **labels):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if metric(c.get("/metrics").body.decode(), name, **labels) > 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def test_inputs_travel_through_registered_regions(self):
+        c = self.start(allow_shm=True)
+        status = self.inferd.client().get("/v2/systemsharedmemory/status")
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and len(status.json()) < 4:
+            time.sleep(0.05)
+            status = self.inferd.client().get("/v2/systemsharedmemory/status")
+        regions = status.json()
+        self.assertEqual(len(regions), 4, regions)
+        key = regions[0]["key"]
+        self.assertTrue(os.path.exists("/dev/shm" + key), key)
+        images = pu.digit_images(".png")[:100]
+        # The gateway flips to shared memory once its last registration has
+        # answered, a moment after inferd lists the regions.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            self.assertEqual(c.post("/v1/classify/digits_pipeline", images[0][0]).status, 200)
+            if metric(c.get("/metrics").body.decode(), "gateway_inputs_total",
+                      path="shared_memory") > 0:
+                break
+        before = c.get("/metrics").body.decode()
+        correct = 0
+        for data, label in images:
+            r = c.post("/v1/classify/digits_pipeline?top_k=1", data)
+            self.assertEqual(r.status, 200, r)
+            correct += int(r.json()["classes"][0]["index"] == label)
+        self.assertGreaterEqual(correct, 95)
+        text = c.get("/metrics").body.decode()
+        for path, want in (("shared_memory", len(images)), ("inline", 0)):
+            self.assertEqual(metric(text, "gateway_inputs_total", path=path)
+                             - metric(before, "gateway_inputs_total", path=path), want, path)
+        r = c.post("/v1/classify/digits_pipeline", b"not an image")
+        self.assertEqual(r.status, 400, r)
+        self.assertIn("not a JPEG or PNG", r.json()["error"])
+        # Stopping the gateway unregisters its regions and removes the object.
+        self.assertEqual(self.gateway.stop(), 0, self.gateway.log())
+        self.gateway = None
+        self.assertEqual(self.inferd.client().get("/v2/systemsharedmemory/status").json(), [])
+        self.assertFalse(os.path.exists("/dev/shm" + key))
+
+    def test_inferd_refusing_shared_memory_means_inline(self):
+        c = self.start(allow_shm=False)
+        self.assertTrue(self.wait_for(c, "middleman_shm_register_failures_total"),
+                        self.gateway.log())
+        data, label = pu.digit_images(".png")[0]
+        r = c.post("/v1/classify/digits_pipeline?top_k=1", data)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["classes"][0]["index"], label)
+        self.assertGreater(metric(c.get("/metrics").body.decode(), "gateway_inputs_total",
+                                  path="inline"), 0)
+        self.assertIn("registering shared memory with inferd failed", self.gateway.log())
+
+
 if __name__ == "__main__":
     unittest.main()
