@@ -19,7 +19,7 @@ import unittest
 
 import grpc
 
-from harness import Client, model_config, write_model
+from harness import Client, add_sub_config, model_config, write_model
 import pipeline_util as pu
 
 SKIP = pu.examples_missing()
@@ -78,8 +78,10 @@ class GatewayTest(unittest.TestCase):
                 [("OUTPUT0", "TYPE_FP32", (1, 8, 8))], 8,
                 'parameters { key: "execute_delay_ms" value { string_value: "1500" } }'))
             write_model(repo, "slow_pipeline", SLOW_PIPELINE)
+            write_model(repo, "simple", add_sub_config("simple", "TYPE_INT32"))
             cls.pb = gateway_messages(os.path.join(cls.tmp, "gen"))
             cls.inferd, grpc_port = pu.start_inferd_with_grpc([repo])
+            cls.grpc_port = grpc_port
             cls.gateway = pu.Gateway("127.0.0.1:%d" % grpc_port,
                                      ["--labels", "digits_pipeline=" + LABELS]).start()
             cls.http = Client(cls.gateway.ports["HTTP"], persistent=True)
@@ -234,6 +236,27 @@ class GatewayTest(unittest.TestCase):
                                   r'classify"\} \d+', text, re.M), text[:2000])
         self.assertEqual(c.get("/v1/nothing").status, 404)
         self.assertEqual(c.get("/v1/classify/digits_pipeline").status, 405)
+
+
+    def test_the_one_page_middleman_example_runs(self):
+        """examples/middleman/doubler.cc, the docs' example of the library."""
+        binary = os.path.join(os.path.dirname(pu.GATEWAY_BIN), "middleman-doubler")
+        proc = subprocess.Popen([binary, "127.0.0.1:%d" % self.grpc_port, "0"],
+                                stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            line = proc.stderr.readline().decode()
+            m = re.match(r"doubler: HTTP listening on (\d+)", line)
+            self.assertTrue(m, line)
+            c = Client(int(m.group(1)))
+            r = c.get("/v1/double/21")
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json(), {"double": 42})
+            self.assertIn('doubler_http_requests_total{code="200",route="/v1/double/{}"} 1',
+                          c.get("/metrics").body.decode())
+        finally:
+            proc.terminate()
+            self.assertEqual(proc.wait(10), 0)
+            proc.stderr.close()
 
 
 class GatewayWithoutInferdTest(unittest.TestCase):
