@@ -5,8 +5,8 @@ pixel values through each option, the held-out digits rendered as PNG and
 JPEG classified through the pipeline, and bad images or configs rejected with
 messages that name the problem."""
 
-import json
 import os
+import shutil
 import struct
 import unittest
 
@@ -132,6 +132,48 @@ class ImageBackendTest(ServerTestCase):
         self.assertIn("channels", index["bad_channels"]["reason"])
         self.assertEqual(index["bad_std"]["state"], "UNAVAILABLE")
         self.assertIn("'std' has 2 values", index["bad_std"]["reason"])
+
+
+RESNET_SKIP = SKIP or (None if os.path.exists(os.path.join(pu.EXAMPLES, "resnet50", "1", "model.pt"))
+                       else "examples/models/resnet50/1/model.pt missing (run make models)")
+
+
+@unittest.skipIf(RESNET_SKIP, RESNET_SKIP)
+class Resnet50PipelineTest(ServerTestCase):
+    """resnet50_pipeline as make models builds it: JPEG -> 224x224 normalised -> resnet50."""
+
+    @classmethod
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        os.makedirs(repo)
+        for m in ("resnet50", "resnet50_preprocess", "resnet50_pipeline"):
+            shutil.copytree(os.path.join(pu.EXAMPLES, m), os.path.join(repo, m))
+        return [repo]
+
+    def test_jpeg_gives_1000_logits(self):
+        jpeg = pu.digit_images(".jpg")[0][0]
+        blob = pu.bytes_element(jpeg)
+        req = {"inputs": [{"name": "IMAGE", "shape": [1, 1], "datatype": "BYTES",
+                           "parameters": {"binary_data_size": len(blob)}}]}
+        r = self.client.infer("resnet50_pipeline", req, blobs=[blob])
+        self.assertOk(r)
+        out = r.json()["outputs"][0]
+        self.assertEqual((out["name"], out["shape"]), ("LOGITS", [1, 1000]))
+        self.assertTrue(all(abs(v) < 1e6 for v in out["data"]))
+        self.assertEqual(len(set(out["data"])) > 1, True)
+
+    def test_preprocessing_normalises_like_torchvision(self):
+        blob = pu.bytes_element(pu.png([[255, 128, 0] * 224] * 224, 3))
+        req = {"inputs": [{"name": "image_bytes", "shape": [1, 1], "datatype": "BYTES",
+                           "parameters": {"binary_data_size": len(blob)}}],
+               "outputs": [{"name": "input", "parameters": {"binary_data": True}}]}
+        r = self.client.infer("resnet50_preprocess", req, blobs=[blob])
+        self.assertOk(r)
+        _, outs = parse_infer_response(r)
+        px = struct.unpack("<%df" % (3 * 224 * 224), outs["input"])
+        for c, (v, mean, std) in enumerate(zip((255, 128, 0), (0.485, 0.456, 0.406),
+                                               (0.229, 0.224, 0.225))):
+            self.assertAlmostEqual(px[c * 224 * 224 + 1000], (v / 255.0 - mean) / std, places=4)
 
 
 if __name__ == "__main__":
