@@ -132,5 +132,8 @@ int main(int argc, char** argv) {
   const int sig = middleman::Service::WaitForShutdownSignal();
   std::cerr << "infer-gateway: " << strsignal(sig) << ", stopping\n";
   service.Stop();
+  // Calls still in flight (their clients left) end before the shared-memory
+  // slots they may use go away with shm_pool.
+  pool.Shutdown();
   return 0;
 }

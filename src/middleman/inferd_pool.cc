@@ -27,13 +27,17 @@ InferdPool::InferdPool(InferdPoolOptions options, MetricsRegistry* metrics)
 }
 
 InferdPool::~InferdPool() {
+  Shutdown();
+  sweeper_.join();
+}
+
+void InferdPool::Shutdown() {
   std::unique_lock<std::mutex> lock(mu_);
   stopping_ = true;
   for (CallBase* c : calls_) c->context.TryCancel();
   idle_.wait(lock, [&] { return calls_.empty(); });
   lock.unlock();
   work_.notify_all();
-  sweeper_.join();
 }
 
 InferdStub& InferdPool::NextStub() {

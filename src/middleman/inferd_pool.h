@@ -21,8 +21,8 @@
 //
 // Threading: Call may be called from any thread. Callbacks run on gRPC's
 // threads and must not block; post compute-bound work elsewhere
-// (Service::Compute). The destructor cancels calls in flight and waits for
-// their callbacks.
+// (Service::Compute). Shutdown (and the destructor) cancels calls in flight
+// and waits for their callbacks.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -94,6 +94,11 @@ class InferdPool {
 
   // Calls in flight now.
   int64_t in_flight() const;
+
+  // Cancels the calls in flight and waits for their callbacks; calls started
+  // from then on are cancelled at once. Stubs stay usable for blocking calls
+  // (a ShmPool unregisters its regions after this). The destructor calls it.
+  void Shutdown();
 
  private:
   struct CallBase {
