@@ -29,7 +29,7 @@ class ImageModel {
         batching_(info.max_batch_size > 0),
         input_(info.inputs[0].name),
         output_(info.outputs[0].name) {
-    cv::setNumThreads(options_.opencv_threads);
+    if (options_.opencv_threads >= 0) cv::setNumThreads(options_.opencv_threads);
     for (uint32_t i = 0; i < info.outputs[0].dims_count; ++i)
       out_dims_.push_back(info.outputs[0].dims[i]);
   }

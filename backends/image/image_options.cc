@@ -142,7 +142,7 @@ ImageOptions ParseImageOptions(const InferdModelInfo& info) {
   o.max_pixels =
       inferd_backend::IntParameter(info, "max_pixels", o.max_pixels, 1, int64_t{1} << 30);
   o.opencv_threads =
-      static_cast<int>(inferd_backend::IntParameter(info, "opencv_threads", 1, 0, 256));
+      static_cast<int>(inferd_backend::IntParameter(info, "opencv_threads", -1, 0, 256));
   return o;
 }
 

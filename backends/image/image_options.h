@@ -11,8 +11,8 @@
 //                  after scale: (pixel * scale - mean) / std (default 0, 1)
 //   max_pixels     largest decoded image accepted, width * height
 //                  (default 40000000)
-//   opencv_threads OpenCV's thread count, process-wide (default 1: the
-//                  instance threads are the parallelism)
+//   opencv_threads OpenCV's thread count; process-wide, shared with the onnx
+//                  backend, so only set when given (the last model loaded wins)
 //
 // The output size comes from the output's dims: [C,H,W] for CHW or [H,W,C]
 // for HWC, C = 1 for gray and 3 for rgb/bgr.
@@ -40,7 +40,7 @@ struct ImageOptions {
   std::vector<float> mean;  // one per channel
   std::vector<float> std;   // one per channel
   int64_t max_pixels = 40000000;
-  int opencv_threads = 1;
+  int opencv_threads = -1;  // -1: leave OpenCV's setting alone
 };
 
 // Reads the options of `info`, which must have one BYTES input and one FP32

@@ -50,6 +50,7 @@ done
 GW=$(wait_port "$TMP/gateway_none.log" "infer-gateway: HTTP listening on 127.0.0.1")
 GW_SHM=$(wait_port "$TMP/gateway_system.log" "infer-gateway: HTTP listening on 127.0.0.1")
 
+LOAD=$(cut -d' ' -f1 /proc/loadavg)
 /usr/bin/python3 "$ROOT/bench/gateway/latency.py" --images "$ROOT/examples/data/digits_images" \
   --rounds "$ROUNDS" --per-round "$PER_ROUND" \
   --target direct=$HTTP_PORT:direct --target gateway=$GW:gateway \
@@ -70,7 +71,8 @@ echo "gateway adds $ADDED ms at the median (ratio $RATIO); with shared memory $A
 Command: \`bench/gateway/run.sh\` (one closed-loop client, one request at a time on one keep-alive
 HTTP connection, $ROUNDS interleaved rounds of $PER_ROUND held-out digit PNGs per target, after 50
 warm-up requests each; inferd, two gateways and the client on the same machine; measured
-$(date -u +%Y-%m-%d) on the 2-core development machine).
+$(date -u +%Y-%m-%d) on the 2-core development machine, 1-minute load average $LOAD at the start:
+other work shared the cores, which the interleaving spreads over all three paths).
 
 | path | p50 (ms) | p90 (ms) | p99 (ms) |
 | --- | --- | --- | --- |
@@ -80,6 +82,6 @@ $(row "same, input through system shared memory" gateway_shm)
 
 The gateway adds **$ADDED ms** at the median (gateway / direct = **$RATIO**); with
 \`--shared-memory system\` it adds $ADDED_SHM ms ($RATIO_SHM). The added time is one more HTTP hop
-and a gRPC call on loopback, plus top-k and JSON in the gateway; for these ~100-byte images shared
-memory saves no copy worth measuring (each PNG is a few hundred bytes); it is meant for large inputs.
+and a gRPC call on loopback, plus top-k and JSON in the gateway. For these images (a few hundred
+bytes each) shared memory saves no copy worth measuring; it is meant for large inputs.
 DOC
