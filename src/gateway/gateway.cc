@@ -32,22 +32,35 @@ class Gateway::GrpcService : public ::inferd_gateway::v1::Gateway::CallbackServi
           "top_k must be between 1 and " + std::to_string(gateway_.options_.max_top_k)));
       return reactor;
     }
-    // The request message lives until Finish; the image is copied once
-    // into the inferd request anyway.
-    auto image = std::make_shared<const std::string>(request->image());
-    gateway_.Classify(request->pipeline(), std::move(image), k, call,
-                      [reactor, response](const Status& s, ClassifyResult result) {
-                        if (s.ok()) {
-                          response->set_model(result.model);
-                          for (const auto& c : result.classes) {
-                            auto* out = response->add_classes();
-                            out->set_label(c.label);
-                            out->set_score(c.score);
-                            out->set_index(c.index);
-                          }
-                        }
-                        reactor->Finish(middleman::ToGrpc(s));
-                      });
+    // The request message lives until Finish, which comes after the last
+    // use of the image: alias it instead of copying it.
+    std::shared_ptr<const std::string> image(std::shared_ptr<void>(), &request->image());
+    const auto start = std::chrono::steady_clock::now();
+    gateway_.Classify(
+        request->pipeline(), std::move(image), k, call,
+        [this, reactor, response, start](const Status& s, ClassifyResult result) {
+          auto& metrics = gateway_.service_.metrics();
+          metrics
+              .counter("gateway_grpc_requests_total",
+                       "Gateway.Classify calls answered, by gRPC status code",
+                       {{"code", std::to_string(static_cast<int>(s.code()))}})
+              .Add();
+          metrics
+              .histogram("gateway_grpc_request_duration_seconds",
+                         "Time from receiving a Gateway.Classify call to answering it")
+              .Observe(
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          if (s.ok()) {
+            response->set_model(result.model);
+            for (const auto& c : result.classes) {
+              auto* out = response->add_classes();
+              out->set_label(c.label);
+              out->set_score(c.score);
+              out->set_index(c.index);
+            }
+          }
+          reactor->Finish(middleman::ToGrpc(s));
+        });
     return reactor;
   }
 

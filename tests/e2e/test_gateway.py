@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -181,6 +182,7 @@ class GatewayTest(unittest.TestCase):
         self.assertEqual(resp.classes[0].index, label)
         self.assertEqual(resp.classes[0].label, WORDS[label])
         self.assertGreaterEqual(resp.classes[0].score, resp.classes[1].score)
+        self.assertGreaterEqual(metric(self.scrape(), "gateway_grpc_requests_total", code="0"), 1)
 
     def test_grpc_errors(self):
         with self.assertRaises(grpc.RpcError) as e:
@@ -352,6 +354,32 @@ class GatewaySharedMemoryTest(unittest.TestCase):
         self.gateway = None
         self.assertEqual(self.inferd.client().get("/v2/systemsharedmemory/status").json(), [])
         self.assertFalse(os.path.exists("/dev/shm" + key))
+
+    def test_concurrent_clients_share_the_slots(self):
+        c = self.start(allow_shm=True)
+        images = pu.digit_images(".png")[:160]
+        wrong, lock = [], threading.Lock()
+
+        def client(part):
+            conn = Client(self.gateway.ports["HTTP"], persistent=True)
+            for data, label in part:
+                r = conn.post("/v1/classify/digits_pipeline?top_k=1", data)
+                if r.status != 200 or r.json()["classes"][0]["index"] != label:
+                    with lock:
+                        wrong.append(r)
+            conn.close()
+        threads = [threading.Thread(target=client, args=(images[i::8],)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        # 8 clients on 4 slots: some images go inline; every answer is right
+        # (a slot reused too early would mix images up and fail this).
+        self.assertLessEqual(len(wrong), 8, wrong[:3])
+        self.assertTrue(all(r.status == 200 for r in wrong), wrong[:3])
+        text = c.get("/metrics").body.decode()
+        self.assertEqual(metric(text, "gateway_inputs_total", path="shared_memory")
+                         + metric(text, "gateway_inputs_total", path="inline"), len(images))
 
     def test_inferd_refusing_shared_memory_means_inline(self):
         c = self.start(allow_shm=False)
