@@ -14,14 +14,20 @@ files exist is left alone unless --force is given.
   simple_pytorch  Triton's `simple` arithmetic (OUTPUT__0 = INPUT__0 + INPUT__1, OUTPUT__1 =
                INPUT__0 - INPUT__1) as a scripted module that works for any numeric datatype
 
-The held-out digits split goes to examples/data/digits_test.json for the accuracy tests.
+The held-out digits split goes to examples/data/digits_test.json for the accuracy tests, and
+rendered as images to examples/data/digits_images/ (32x32 grayscale PNGs, each 8x8 pixel a 4x4
+block, values 0..16 scaled to 0..255, plus JPEGs of the first 20; index.json maps file to label)
+for the image pipelines (digits_pipeline = digits_preprocess -> digits, and resnet50_pipeline =
+resnet50_preprocess -> resnet50, whose configs are kept in the repository) and the gateway.
 """
 
 import argparse
 import json
 import os
+import struct
 import sys
 import time
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED = 0
@@ -115,6 +121,60 @@ def make_digits(models, data, force):
     log("digits: wrote %s, %s, %s" % (pt, onnx_path, test_json))
 
 
+def png_gray(pixels):
+    """A grayscale 8-bit PNG of `pixels` (rows of ints 0..255), standard library only."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    height, width = len(pixels), len(pixels[0])
+    raw = b"".join(b"\0" + bytes(row) for row in pixels)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+
+
+def render_digit(image8x8, block=4):
+    """8x8 values 0..16 -> (8*block)^2 rows of 0..255, light ink on dark as in the data set."""
+    rows = []
+    for r in image8x8:
+        row = []
+        for v in r:
+            row += [min(255, int(round(v * 255.0 / 16.0)))] * block
+        rows += [row] * block
+    return rows
+
+
+def make_digit_images(data, force):
+    out = os.path.join(data, "digits_images")
+    index_path = os.path.join(out, "index.json")
+    if not force and os.path.exists(index_path):
+        log("digits_images: present (--force rebuilds)")
+        return
+    _, x_test, _, y_test = digits_split()
+    os.makedirs(out, exist_ok=True)
+    index = {}
+    jpeg_writer = None
+    try:
+        from PIL import Image  # python3-pil, a dependency of python3-torchvision
+        jpeg_writer = Image
+    except ImportError:
+        log("digits_images: PIL missing, writing PNGs only")
+    for i, (x, y) in enumerate(zip(x_test, y_test)):
+        rows = render_digit(x.reshape(8, 8).tolist())
+        name = "digit_%03d.png" % i
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(png_gray(rows))
+        index[name] = int(y)
+        if jpeg_writer is not None and i < 20:
+            name = "digit_%03d.jpg" % i
+            img = jpeg_writer.frombytes("L", (len(rows[0]), len(rows)),
+                                        bytes(v for row in rows for v in row))
+            img.save(os.path.join(out, name), quality=95)
+            index[name] = int(y)
+    with open(index_path, "w") as f:
+        json.dump(index, f, indent=0, sort_keys=True)
+    log("digits_images: wrote %d images to %s" % (len(index), out))
+
+
 def make_resnet(models, name, force, onnx_name=None):
     import torch
     import torchvision
@@ -175,6 +235,7 @@ def main():
     # on a busy 2-core machine.
     torch.set_num_threads(1)
     make_digits(args.models, args.data, args.force)
+    make_digit_images(args.data, args.force)
     make_resnet(args.models, "resnet18", args.force, onnx_name="resnet18_onnx")
     make_resnet(args.models, "resnet50", args.force)
     make_simple(args.models, args.force)

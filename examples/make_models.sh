@@ -1,7 +1,9 @@
 #!/bin/sh
 # (Re)generates the example model repository in examples/models.
 # The built-in models (simple, simple_int8, simple_string, simple_identity,
-# identity) are plain configs kept in the repository; this script makes sure
+# identity) and the image pipelines (digits_preprocess, digits_pipeline,
+# resnet50_preprocess, resnet50_pipeline) are plain configs kept in the
+# repository; this script makes sure
 # each has its version directory. The framework models (digits, digits_onnx,
 # resnet18, resnet18_onnx, resnet50) have their configs and labels in the
 # repository and their model files built by make_models.py with Debian's
@@ -9,7 +11,8 @@
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/models"
-for model in simple simple_int8 simple_string simple_identity identity; do
+for model in simple simple_int8 simple_string simple_identity identity \
+    digits_preprocess digits_pipeline resnet50_preprocess resnet50_pipeline; do
   [ -f "$model/config.pbtxt" ] || { echo "make_models: $model/config.pbtxt is missing" >&2; exit 1; }
   mkdir -p "$model/1"
 done

@@ -31,6 +31,8 @@ prometheus
 libtorch-dev
 libopencv-dnn-dev
 libopencv-core-dev
+libopencv-imgcodecs-dev
+libopencv-imgproc-dev
 python3-torch
 python3-torchvision
 python3-sklearn

@@ -83,7 +83,9 @@ class Session : public std::enable_shared_from_this<Session> {
     HttpRequest req;
     req.method = std::string(msg.method_string());
     std::string_view target(msg.target().data(), msg.target().size());
-    req.path = std::string(target.substr(0, target.find('?')));
+    const size_t question = target.find('?');
+    req.path = std::string(target.substr(0, question));
+    if (question != std::string_view::npos) req.query = std::string(target.substr(question + 1));
     for (const auto& f : msg) {
       req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     }

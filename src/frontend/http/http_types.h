@@ -16,6 +16,7 @@ namespace inferd::http {
 struct HttpRequest {
   std::string method;  // "GET", "POST", ...
   std::string path;    // target without the query string, not yet percent-decoded
+  std::string query;   // what follows the first '?', not decoded ("" if none)
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<std::string> body;
   // Becomes true when the client disconnects before the response is sent.

@@ -1,0 +1,139 @@
+// infer-gateway: classifies images through inferd's image pipelines
+// (docs/gateway.md). Flags are listed by --help.
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "gateway/gateway.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: infer-gateway --inferd-url HOST:GRPC_PORT [options]\n"
+    "  --http-port P          HTTP port (default 8080; 0 picks a free one)\n"
+    "  --http-address A       HTTP address (default 0.0.0.0)\n"
+    "  --grpc-port G          gRPC port of the gateway's own service (default 8081;\n"
+    "                         0 picks a free one, -1 turns it off)\n"
+    "  --grpc-address A       gRPC address (default 0.0.0.0)\n"
+    "  --inferd-url HOST:PORT inferd's gRPC endpoint (required)\n"
+    "  --shared-memory MODE   none (default) or system: inputs through POSIX shared memory\n"
+    "                         registered with inferd (both on one host; inferd needs\n"
+    "                         --allow-client-shm=true)\n"
+    "  --shm-slots N          shared-memory input slots (default 16)\n"
+    "  --shm-slot-bytes B     bytes per slot; larger images go inline (default 1048576)\n"
+    "  --labels NAME=FILE     labels of pipeline NAME, one per line (repeatable)\n"
+    "  --channels N           gRPC channels to inferd (default 4)\n"
+    "  --timeout-ms T         deadline of a call to inferd without a caller's deadline\n"
+    "                         (default 10000)\n"
+    "  --http-threads N       HTTP I/O threads (default 2)\n"
+    "  --compute-threads N    post-processing threads (default 2)\n"
+    "  --default-top-k K      classes per answer without ?top_k= (default 5)\n";
+
+[[noreturn]] void Usage(const std::string& problem) {
+  std::cerr << "infer-gateway: " << problem << "\n" << kUsage;
+  std::exit(2);
+}
+
+int Int(const std::string& flag, const char* value, int lo, int hi) {
+  char* end = nullptr;
+  const long v = std::strtol(value, &end, 10);
+  if (*value == '\0' || *end != '\0' || v < lo || v > hi) {
+    Usage(flag + " wants an integer between " + std::to_string(lo) + " and " + std::to_string(hi) +
+          ", got '" + value + "'");
+  }
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace inferd;
+  middleman::Service::BlockShutdownSignals();
+  middleman::ServiceOptions so;
+  so.name = "gateway";
+  so.http_port = 8080;
+  so.grpc_port = 8081;
+  middleman::InferdPoolOptions po;
+  gateway::GatewayOptions go;
+  std::string shm = "none";
+  middleman::ShmPoolOptions shm_options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+    if (i + 1 >= argc) Usage("missing value after " + flag);
+    const char* v = argv[++i];
+    if (flag == "--http-port") {
+      so.http_port = static_cast<uint16_t>(Int(flag, v, 0, 65535));
+    } else if (flag == "--http-address") {
+      so.http_address = v;
+    } else if (flag == "--grpc-port") {
+      so.grpc_port = Int(flag, v, -1, 65535);
+    } else if (flag == "--grpc-address") {
+      so.grpc_address = v;
+    } else if (flag == "--inferd-url") {
+      po.url = v;
+    } else if (flag == "--shared-memory") {
+      shm = v;
+      if (shm != "none" && shm != "system") Usage("--shared-memory wants none or system");
+    } else if (flag == "--shm-slots") {
+      shm_options.slots = Int(flag, v, 1, 4096);
+    } else if (flag == "--shm-slot-bytes") {
+      shm_options.slot_bytes = static_cast<size_t>(Int(flag, v, 64, 1 << 30));
+    } else if (flag == "--labels") {
+      Status s = go.labels.Add(v);
+      if (!s.ok()) Usage(s.message());
+    } else if (flag == "--channels") {
+      po.channels = Int(flag, v, 1, 256);
+    } else if (flag == "--timeout-ms") {
+      po.default_timeout = std::chrono::milliseconds(Int(flag, v, 1, 3600000));
+    } else if (flag == "--http-threads") {
+      so.http_threads = Int(flag, v, 1, 256);
+    } else if (flag == "--compute-threads") {
+      so.compute_threads = Int(flag, v, 1, 256);
+    } else if (flag == "--default-top-k") {
+      go.default_top_k = static_cast<uint32_t>(Int(flag, v, 1, 1000));
+    } else {
+      Usage("unknown flag " + flag);
+    }
+  }
+  if (po.url.empty()) Usage("--inferd-url is required");
+
+  middleman::Service service(so);
+  middleman::InferdPool pool(po, &service.metrics());
+  std::unique_ptr<middleman::ShmPool> shm_pool;
+  if (shm == "system") {
+    auto created = middleman::ShmPool::Create(shm_options, pool, &service.metrics());
+    if (!created.ok()) {
+      std::cerr << "infer-gateway: " << created.status().message() << "\n";
+      return 1;
+    }
+    shm_pool = std::move(*created);
+    go.shm = shm_pool.get();
+  }
+  gateway::Gateway gateway(service, pool, std::move(go));
+  Status s = service.Start();
+  if (!s.ok()) {
+    std::cerr << "infer-gateway: " << s.message() << "\n";
+    return 1;
+  }
+  if (shm_pool) shm_pool->Register();  // inferd may not be up yet: Acquire retries
+  std::cerr << "infer-gateway: forwarding to inferd at " << po.url
+            << (shm_pool ? " (inputs through system shared memory)" : "") << "\n";
+  if (service.grpc_port() >= 0) {
+    std::cerr << "infer-gateway: gRPC listening on " << so.grpc_address << ":"
+              << service.grpc_port() << "\n";
+  }
+  std::cerr << "infer-gateway: HTTP listening on " << so.http_address << ":" << service.http_port()
+            << std::endl;
+  const int sig = middleman::Service::WaitForShutdownSignal();
+  std::cerr << "infer-gateway: " << strsignal(sig) << ", stopping\n";
+  service.Stop();
+  // Calls still in flight (their clients left) end before the shared-memory
+  // slots they may use go away with shm_pool.
+  pool.Shutdown();
+  return 0;
+}

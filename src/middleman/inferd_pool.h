@@ -1,0 +1,135 @@
+// InferdPool: a pool of gRPC channels to one inferd, each with its
+// generated inference::GRPCInferenceService stub, and asynchronous unary
+// calls on them with deadlines and cancellation.
+//
+//   InferdPool pool({.url = "127.0.0.1:8001", .channels = 4}, &metrics);
+//   pool.Call(&Stub::async_interface::ModelInfer, std::move(request),
+//             {.deadline = ..., .cancelled = http_request.cancelled},
+//             [](const grpc::Status& s, inference::ModelInferResponse& r) { ... });
+//
+// Channels: calls go round-robin over `channels` channels (each its own
+// HTTP/2 connection), so one connection's flow control or one slow stream
+// does not hold the others back. Channels connect lazily and reconnect by
+// themselves; a call while inferd is down fails at once with UNAVAILABLE
+// (no wait-for-ready).
+//
+// Cancellation: a call whose `cancelled` flag becomes true (an HTTP client
+// that went away, a gRPC caller that cancelled) is cancelled on the wire
+// within a few milliseconds by the pool's sweeper thread; its callback then
+// runs with CANCELLED. Every call has a deadline (the options' or the
+// pool's default).
+//
+// Threading: Call may be called from any thread. Callbacks run on gRPC's
+// threads and must not block; post compute-bound work elsewhere
+// (Service::Compute). Shutdown (and the destructor) cancels calls in flight
+// and waits for their callbacks.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpc_service.grpc.pb.h"
+#include "middleman/metrics_registry.h"
+
+namespace inferd::middleman {
+
+using InferdStub = inference::GRPCInferenceService::Stub;
+
+struct InferdPoolOptions {
+  std::string url;  // host:port of inferd's gRPC endpoint
+  int channels = 4;
+  std::chrono::milliseconds default_timeout{10000};
+  int max_message_bytes = 64 << 20;
+};
+
+struct CallOptions {
+  // Zero: now + the pool's default timeout.
+  std::chrono::system_clock::time_point deadline{};
+  // Becomes true when the caller no longer wants the answer; may be null.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
+};
+
+class InferdPool {
+ public:
+  InferdPool(InferdPoolOptions options, MetricsRegistry* metrics);
+  ~InferdPool();
+  InferdPool(const InferdPool&) = delete;
+  InferdPool& operator=(const InferdPool&) = delete;
+
+  const std::string& url() const { return options_.url; }
+
+  // The next stub, round-robin, for calls this class does not wrap.
+  InferdStub& NextStub();
+
+  // Starts `method` (a member of InferdStub::async_interface, e.g.
+  // &InferdStub::async_interface::ModelInfer) with `request`; `done` runs
+  // exactly once with the status and the response.
+  template <typename Request, typename Response>
+  void Call(void (InferdStub::async_interface::*method)(::grpc::ClientContext*, const Request*,
+                                                        Response*,
+                                                        std::function<void(::grpc::Status)>),
+            Request request, const CallOptions& options,
+            std::function<void(const ::grpc::Status&, Response&)> done) {
+    auto call = std::make_shared<TypedCall<Request, Response>>();
+    call->request = std::move(request);
+    call->done = std::move(done);
+    InferdStub& stub = NextStub();
+    Begin(*call, options);
+    (stub.async()->*method)(&call->context, &call->request, &call->response,
+                            [this, call](::grpc::Status status) {
+                              End(*call, status);
+                              call->done(status, call->response);
+                            });
+  }
+
+  // Calls in flight now.
+  int64_t in_flight() const;
+
+  // Cancels the calls in flight and waits for their callbacks; calls started
+  // from then on are cancelled at once. Stubs stay usable for blocking calls
+  // (a ShmPool unregisters its regions after this). The destructor calls it.
+  void Shutdown();
+
+ private:
+  struct CallBase {
+    ::grpc::ClientContext context;
+    std::shared_ptr<const std::atomic<bool>> cancelled;
+    std::chrono::steady_clock::time_point start;
+    std::list<CallBase*>::iterator pos;
+  };
+  template <typename Request, typename Response>
+  struct TypedCall : CallBase {
+    Request request;
+    Response response;
+    std::function<void(const ::grpc::Status&, Response&)> done;
+  };
+
+  void Begin(CallBase& call, const CallOptions& options);
+  void End(CallBase& call, const ::grpc::Status& status);
+  void Sweep();
+
+  const InferdPoolOptions options_;
+  MetricsRegistry* metrics_;
+  std::vector<std::shared_ptr<::grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<InferdStub>> stubs_;
+  std::atomic<uint64_t> next_{0};
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_;  // calls_ became empty
+  std::condition_variable work_;  // wakes the sweeper
+  std::list<CallBase*> calls_;    // in flight
+  bool stopping_ = false;
+  std::thread sweeper_;
+};
+
+}  // namespace inferd::middleman
