@@ -30,7 +30,11 @@ rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/backends" "$DEST/src"
 cp "$BUILD/bin/inferd" "$BUILD/bin/infer-perf" "$DEST/bin/"
 for b in "$BUILD"/backends/libinferd_*.so; do
-  [ "$(basename "$b")" = libinferd_pytorch.so ] && continue
+  case "$(basename "$b")" in
+    # pytorch is built there against that machine's libtorch; the image backend's
+    # OpenCV codecs pull in ~150 MiB of image libraries the GPU run does not use.
+    libinferd_pytorch.so | libinferd_image.so) continue ;;
+  esac
   cp "$b" "$DEST/backends/"
 done
 
