@@ -3,7 +3,9 @@
 #include <absl/synchronization/mutex.h>
 #include <grpcpp/grpcpp.h>
 
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
 #include "frontend/grpc/grpc_services.h"
 
@@ -17,12 +19,52 @@ std::string HostPort(const std::string& address, int port) {
   return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }
 
+// Reads a PEM file named by `flag`; the error names the flag and the path,
+// never the contents.
+StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return InvalidArgument(flag + ": cannot read '" + path + "'");
+  }
+  return text.str();
+}
+
+// Server credentials for the TLS options (insecure when TLS is off).
+StatusOr<std::shared_ptr<::grpc::ServerCredentials>> MakeCredentials(const TlsOptions& tls) {
+  if (!tls.enabled) return ::grpc::InsecureServerCredentials();
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return InvalidArgument("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key");
+  }
+  if (tls.mutual && tls.root_file.empty()) {
+    return InvalidArgument("--grpc-use-ssl-mutual needs --grpc-root-cert");
+  }
+  auto cert = ReadPem("--grpc-server-cert", tls.cert_file);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem("--grpc-server-key", tls.key_file);
+  if (!key.ok()) return key.status();
+  ::grpc::SslServerCredentialsOptions options(
+      tls.mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                 : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (!tls.root_file.empty()) {
+    auto root = ReadPem("--grpc-root-cert", tls.root_file);
+    if (!root.ok()) return root.status();
+    options.pem_root_certs = std::move(*root);
+  }
+  options.pem_key_cert_pairs.push_back({std::move(*key), std::move(*cert)});
+  return ::grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
 class GrpcServer::Impl {
  public:
   Impl(InferenceServer& server, Options options)
-      : options_(std::move(options)), service_(server, worker_, streams_), health_(server) {}
+      : options_(std::move(options)), service_(server, worker_, streams_), health_(server) {
+    service_.Restrict(options_.restricted);
+    health_.Restrict(options_.restricted);
+  }
 
   ~Impl() { Shutdown(std::chrono::system_clock::now()); }
 
@@ -33,10 +75,13 @@ class GrpcServer::Impl {
     // so does inferd. Process-wide; inferd's own code uses std::mutex.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
     const std::string where = HostPort(options_.address, options_.port);
+    auto credentials = MakeCredentials(options_.tls);
+    if (!credentials.ok()) return credentials.status();
     ::grpc::ServerBuilder builder;
-    builder.AddListeningPort(where, ::grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(where, *credentials, &port_);
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
     // Never share the port with another process (Triton: --reuse-grpc-port=false).
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);

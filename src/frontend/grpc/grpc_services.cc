@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/restricted_grpc.h"
 
 namespace inferd::grpc_frontend {
 
@@ -196,12 +197,14 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ServerLive(Ctx* ctx,
                                                          const inference::ServerLiveRequest*,
                                                          inference::ServerLiveResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   response->set_live(server_.IsLive());
   return FinishNow(ctx, Status::Ok());
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::ServerReady(
     Ctx* ctx, const inference::ServerReadyRequest*, inference::ServerReadyResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   if (server_.IsShuttingDown()) return FinishNow(ctx, Unavailable("Server exiting"));
   response->set_ready(server_.IsReady());
   return FinishNow(ctx, Status::Ok());
@@ -210,6 +213,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ModelReady(
     Ctx* ctx, const inference::ModelReadyRequest* request,
     inference::ModelReadyResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto ready = server_.ModelReady(request->name(), version);
     if (!ready.ok()) return ready.status();
@@ -221,6 +225,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
     Ctx* ctx, const inference::ServerMetadataRequest*,
     inference::ServerMetadataResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kMetadata)) return denied;
   response->set_name(server_.id());
   response->set_version(InferenceServer::Version());
   for (const auto& e : server_.Extensions()) response->add_extensions(e);
@@ -230,6 +235,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
     Ctx* ctx, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kMetadata)) return denied;
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto md = server_.GetModelMetadata(request->name(), version);
     if (!md.ok()) return md.status();
@@ -244,6 +250,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 
 ::grpc::ServerUnaryReactor* InferenceService::ModelInfer(Ctx* ctx, const ModelInferRequest* request,
                                                          ModelInferResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kInference)) return denied;
   // The registered allocator makes the message shared-owned; the decoded
   // request holds it, so raw_input_contents are referenced, not copied.
   auto* holder = static_cast<InferMessageHolder*>(ctx->GetRpcAllocatorState());
@@ -269,12 +276,14 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 
 ::grpc::ServerBidiReactor<ModelInferRequest, inference::ModelStreamInferResponse>*
 InferenceService::ModelStreamInfer(Ctx* ctx) {
+  if (auto* denied = DenyStream(ctx, restricted_, ApiGroup::kInference)) return denied;
   return StartStreamInfer(ctx, server_, streams_);
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::ModelConfig(
     Ctx* ctx, const inference::ModelConfigRequest* request,
     inference::ModelConfigResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelConfig)) return denied;
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto json = server_.GetModelConfigJson(request->name(), version);
     if (!json.ok()) return json.status();
@@ -294,6 +303,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
     Ctx* ctx, const inference::RepositoryIndexRequest* request,
     inference::RepositoryIndexResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
   }
@@ -310,6 +320,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
     Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
   }
@@ -338,6 +349,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
     Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
   }
@@ -362,6 +374,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
     Ctx* ctx, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kStatistics)) return denied;
   // Empty name: every model; empty version: every ready version.
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto all = server_.GetStatistics(request->name(), version);
@@ -402,48 +415,56 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     Ctx* ctx, const inference::SystemSharedMemoryStatusRequest*,
     inference::SystemSharedMemoryStatusResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   return NotServed(ctx, "system shared memory (SystemSharedMemoryStatus)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest*,
     inference::SystemSharedMemoryRegisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   return NotServed(ctx, "system shared memory (SystemSharedMemoryRegister)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest*,
     inference::SystemSharedMemoryUnregisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   return NotServed(ctx, "system shared memory (SystemSharedMemoryUnregister)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     Ctx* ctx, const inference::CudaSharedMemoryStatusRequest*,
     inference::CudaSharedMemoryStatusResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryStatus)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest*,
     inference::CudaSharedMemoryRegisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryRegister)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest*,
     inference::CudaSharedMemoryUnregisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   return NotServed(ctx, "CUDA shared memory (CudaSharedMemoryUnregister)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::TraceSetting(Ctx* ctx,
                                                            const inference::TraceSettingRequest*,
                                                            inference::TraceSettingResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kTrace)) return denied;
   return NotServed(ctx, "the trace extension (TraceSetting)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::LogSettings(Ctx* ctx,
                                                           const inference::LogSettingsRequest*,
                                                           inference::LogSettingsResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kLogging)) return denied;
   return NotServed(ctx, "the logging extension (LogSettings)");
 }
 
@@ -452,6 +473,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* HealthService::Check(::grpc::CallbackServerContext* ctx,
                                                  const grpc::health::v1::HealthCheckRequest*,
                                                  grpc::health::v1::HealthCheckResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   response->set_status(server_.IsReady() ? grpc::health::v1::HealthCheckResponse::SERVING
                                          : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   return FinishNow(ctx, Status::Ok());
