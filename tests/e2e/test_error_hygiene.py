@@ -106,6 +106,22 @@ class ErrorHygieneTest(unittest.TestCase):
         finally:
             channel.close()
 
+    @unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+    def test_grpc_invalid_utf8_does_not_flood_log(self):
+        # ModelInferRequest with model_name (field 1) = b"\xff\xfe": protobuf refuses to parse
+        # it and would log a line per request; inferd drops those lines.
+        channel = grpc.insecure_channel("127.0.0.1:%d" % self.server.grpc_port)
+        try:
+            call = channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")
+            before = len(self.server.log())
+            for _ in range(20):
+                with self.assertRaises(grpc.RpcError):
+                    call(b"\x0a\x02\xff\xfe", timeout=10)
+            new = self.server.log()[before:]
+            self.assertFalse([l for l in new if "UTF-8" in l], new[:5])
+        finally:
+            channel.close()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,12 +1,15 @@
 #include "frontend/grpc/grpc_server.h"
 
 #include <absl/synchronization/mutex.h>
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 
+#include "core/sanitize.h"
 #include "frontend/grpc/grpc_services.h"
 
 namespace inferd::grpc_frontend {
@@ -17,6 +20,20 @@ namespace {
 std::string HostPort(const std::string& address, int port) {
   const bool ipv6 = address.find(':') != std::string::npos && address.front() != '[';
   return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+}
+
+// Protobuf logs an ERROR line for every message with invalid UTF-8 in a
+// string field while parsing it: with gRPC parsing client requests, any
+// client could fill the log with one line per request (found by
+// fuzz/grpc_infer_fuzz). The call itself fails with an error status, so
+// those lines are dropped; protobuf's other messages go to stderr with
+// control characters escaped.
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  if (message.find("invalid UTF-8") != std::string::npos) return;
+  std::fprintf(stderr, "inferd: protobuf %s:%d: %s%s\n", file, line,
+               level >= google::protobuf::LOGLEVEL_ERROR ? "error: " : "",
+               EscapeControl(message).c_str());
 }
 
 // Reads a PEM file named by `flag`; the error names the flag and the path,
@@ -74,6 +91,7 @@ class GrpcServer::Impl {
     // a debugging aid) on each acquisition. Release builds of abseil skip it;
     // so does inferd. Process-wide; inferd's own code uses std::mutex.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    google::protobuf::SetLogHandler(&ProtobufLog);  // process-wide, like the line above
     const std::string where = HostPort(options_.address, options_.port);
     auto credentials = MakeCredentials(options_.tls);
     if (!credentials.ok()) return credentials.status();
