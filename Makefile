@@ -3,13 +3,16 @@
 
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+FUZZ_DIR ?= build-fuzz
+TSAN_DIR ?= build-tsan
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # ccache: paths relative to the checkout, so that a fresh clone (CI) reuses
 # the objects of an earlier one.
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: all deps build models run test test-cluster test-asan format clean
+.PHONY: all deps build models run test test-cluster test-asan test-tsan fuzz format clean
 
 all: build
 
@@ -49,8 +52,25 @@ test-asan: deps models
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E clang_format
 
+# libFuzzer targets (clang, ASan+UBSan), each run for FUZZ_SECONDS from its
+# seed corpus (fuzz/corpus/). Not part of `make test` (CI time is short).
+fuzz: deps
+	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_CXX_COMPILER=clang++ -DINFERD_FUZZ=ON
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --test-dir $(FUZZ_DIR) --output-on-failure -R '^fuzz_'
+
+# ThreadSanitizer: the scheduler and front-end tests (unit tests and the gRPC
+# C++ end-to-end tests, which run inferd in process).
+TSAN_TESTS = 'Scheduler|Batch|Sequence|Ensemble|InferCodec|Compression|Grpc|grpc_'
+test-tsan: deps models
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_TSAN=ON
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd
+	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/scripts/tsan.supp" \
+	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
+
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR) $(TSAN_DIR)

@@ -20,6 +20,10 @@ protobuf-compiler-grpc
 python3-grpcio
 python3-protobuf
 zlib1g-dev
+libssl-dev
+openssl
+clang
+libclang-rt-14-dev
 libgtest-dev
 clang-format
 python3

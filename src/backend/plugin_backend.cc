@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "core/sanitize.h"
 #include "core/shape.h"
 
 // The opaque types of the C ABI, defined here on the server's side.
@@ -54,7 +55,9 @@ void Log(InferdLogLevel level, const char* message) noexcept {
   const char* tag = level == INFERD_LOG_ERROR     ? "error: "
                     : level == INFERD_LOG_WARNING ? "warning: "
                                                   : "";
-  std::fprintf(stderr, "inferd: backend: %s%s\n", tag, message ? message : "");
+  // Escaped: a backend message cannot split or forge log lines.
+  std::fprintf(stderr, "inferd: backend: %s%s\n", tag,
+               EscapeControl(message ? message : "").c_str());
 }
 
 const char* RequestId(const InferdRequest* r) noexcept { return r->item->request->id.c_str(); }

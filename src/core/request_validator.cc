@@ -3,19 +3,27 @@
 #include <set>
 
 #include "core/bytes_tensor.h"
+#include "core/sanitize.h"
 
 namespace inferd {
 namespace {
 
-std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+// Client data quoted in an error: bounded and escaped.
+std::string Quote(std::string_view s) { return "'" + Bounded(s) + "'"; }
 
-Status ValidateInputData(const ModelSpec& spec, const InferInput& in) {
+Status ValidateInputData(const ModelSpec& spec, const InferInput& in, const RequestLimits& limits) {
   auto count = ElementCount(in.shape);
   if (!count) {
     return InvalidArgument("input " + Quote(in.name) + ": element count of shape " +
                            ShapeToString(in.shape) + " overflows");
   }
   if (in.datatype == DataType::kBytes) {
+    // Checked on the declared shape, before the length prefixes are walked.
+    if (static_cast<uint64_t>(*count) > limits.max_bytes_elements) {
+      return InvalidArgument("input " + Quote(in.name) + ": " + std::to_string(*count) +
+                             " BYTES elements exceed the limit of " +
+                             std::to_string(limits.max_bytes_elements) + " (--max-bytes-elements)");
+    }
     auto n = CountBytesElements(in.data.data, in.data.byte_size);
     if (!n.ok()) return n.status().WithPrefix("input " + Quote(in.name));
     if (*n != *count) {
@@ -41,7 +49,17 @@ Status ValidateInputData(const ModelSpec& spec, const InferInput& in) {
 
 }  // namespace
 
-Status ValidateRequest(const ModelSpec& spec, InferRequest& request) {
+Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const RequestLimits& limits) {
+  if (request.inputs.size() > limits.max_inputs) {
+    return InvalidArgument("the request has " + std::to_string(request.inputs.size()) +
+                           " inputs, more than the limit of " + std::to_string(limits.max_inputs) +
+                           " (--max-request-inputs)");
+  }
+  if (request.outputs.size() > limits.max_outputs) {
+    return InvalidArgument("the request asks for " + std::to_string(request.outputs.size()) +
+                           " outputs, more than the limit of " +
+                           std::to_string(limits.max_outputs) + " (--max-request-outputs)");
+  }
   const bool batching = spec.max_batch_size > 0;
   std::set<std::string_view> seen;
   int64_t batch = -1;
@@ -88,7 +106,7 @@ Status ValidateRequest(const ModelSpec& spec, InferRequest& request) {
                              Quote(spec.name) + ". Expected " + ShapeToString(expected) + ", got " +
                              ShapeToString(in.shape));
     }
-    INFERD_RETURN_IF_ERROR(ValidateInputData(spec, in));
+    INFERD_RETURN_IF_ERROR(ValidateInputData(spec, in, limits));
   }
   for (const auto& ts : spec.inputs) {
     if (!ts.optional && !seen.count(ts.name)) {

@@ -65,6 +65,9 @@ inline Status AlreadyExists(std::string m) {
 inline Status ResourceExhausted(std::string m) {
   return Status(StatusCode::kResourceExhausted, std::move(m));
 }
+inline Status PermissionDenied(std::string m) {
+  return Status(StatusCode::kPermissionDenied, std::move(m));
+}
 inline Status Cancelled(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 inline Status DeadlineExceeded(std::string m) {
   return Status(StatusCode::kDeadlineExceeded, std::move(m));

@@ -59,12 +59,32 @@ HTTP
   --http-port=<port>             port (default 8000; 0 picks a free port)
   --http-thread-count=<n>        I/O threads (default 4)
   --http-max-input-size=<bytes>  largest request body, also after decompression (default 67108864)
-  --http-idle-timeout-secs=<s>   keep-alive idle timeout (default 60)
+  --http-idle-timeout-secs=<s>   keep-alive idle timeout: wait for a request's first byte (default 60)
+  --http-header-timeout-secs=<s> read a request's header within this time (default 10)
+  --http-body-timeout-secs=<s>   read a request's body within this time (default 60)
+  --http-max-header-size=<bytes> largest request header (default 65536)
+  --http-max-chunks=<n>          most chunks in a chunked request body (default 65536)
+  --http-max-connections=<n>     most open connections; more are answered 503 (default 1024)
+  --http-max-json-depth=<n>      deepest nesting of a JSON infer request's tensor data (default 100)
+  --http-use-ssl=<bool>          serve HTTPS (default false)
+  --http-server-cert=<path>      PEM certificate chain for HTTPS
+  --http-server-key=<path>       PEM private key for HTTPS
+  --http-root-cert=<path>        PEM CA certificate(s) that sign client certificates
+  --http-use-ssl-mutual=<bool>   require a client certificate signed by --http-root-cert (default false)
 
 gRPC
   --allow-grpc=<bool>            serve KServe v2 gRPC (default true)
   --grpc-address=<addr>          bind address (default 0.0.0.0)
   --grpc-port=<port>             port (default 8001; 0 picks a free port)
+  --grpc-max-message-size=<bytes>
+                                 largest message, also after decompression (default 67108864)
+  --grpc-max-concurrent-streams=<n>
+                                 HTTP/2 concurrent streams per connection (default 128)
+  --grpc-use-ssl=<bool>          serve gRPC over TLS (default false)
+  --grpc-server-cert=<path>      PEM certificate chain for gRPC TLS
+  --grpc-server-key=<path>       PEM private key for gRPC TLS
+  --grpc-root-cert=<path>        PEM CA certificate(s) that sign client certificates
+  --grpc-use-ssl-mutual=<bool>   require a client certificate signed by --grpc-root-cert (default false)
   --grpc-keepalive-time=<ms>     keepalive ping interval (default 7200000)
   --grpc-keepalive-timeout=<ms>  keepalive ping ack timeout (default 20000)
   --grpc-keepalive-permit-without-calls=<bool>
@@ -75,6 +95,19 @@ gRPC
                                  shortest client ping interval accepted (default 300000)
   --grpc-http2-max-ping-strikes=<n>
                                  bad pings tolerated before closing (default 2; 0 = no limit)
+
+Restricted APIs (docs/security.md); APIs: health, metadata, inference, shared-memory,
+model-config, model-repository, statistics, trace, logging
+  --http-restricted-api=<api>[,<api>...]:<key>=<value>
+                                 answer these APIs only to requests with header <key>: <value>
+                                 (repeatable, one key per API)
+  --grpc-restricted-protocol=<api>[,<api>...]:<key>=<value>
+                                 the same for gRPC, metadata key triton-grpc-protocol-<key>
+
+Request limits (both protocols; docs/security.md)
+  --max-request-inputs=<n>       most inputs in one inference request (default 1024)
+  --max-request-outputs=<n>      most requested outputs in one inference request (default 1024)
+  --max-bytes-elements=<n>       most elements in one BYTES tensor (default 16777216)
 
 Metrics (Prometheus, GET /metrics; docs/metrics.md)
   --allow-metrics=<bool>         serve metrics (default true)
@@ -116,7 +149,16 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
       return Status::Ok();
     };
   };
+  auto size = [](size_t& target) -> Setter {
+    return [&target](const std::string& f, const std::string& v) {
+      auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 30);
+      if (!n.ok()) return n.status();
+      target = static_cast<size_t>(*n);
+      return Status::Ok();
+    };
+  };
   int http_port = 8000;
+  int json_depth = 100;
   std::map<std::string, Setter> flags = {
       {"model-repository",
        [&](auto&, auto& v) {
@@ -165,6 +207,49 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
          cl.http.max_body_bytes = static_cast<size_t>(*n);
          return Status::Ok();
        }},
+      {"http-header-timeout-secs", integer(cl.http.header_timeout_secs, 1, 86400)},
+      {"http-body-timeout-secs", integer(cl.http.body_timeout_secs, 1, 86400)},
+      {"http-max-connections", integer(cl.http.max_connections, 1, 1 << 20)},
+      {"http-max-json-depth", integer(json_depth, 1, 10000)},
+      {"http-max-header-size",
+       [&](const std::string& f, const std::string& v) {
+         auto n = ParseInt<int64_t>(f, v, 1024, int64_t{1} << 30);
+         if (!n.ok()) return n.status();
+         cl.http.max_header_bytes = static_cast<size_t>(*n);
+         return Status::Ok();
+       }},
+      {"http-max-chunks",
+       [&](const std::string& f, const std::string& v) {
+         auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 40);
+         if (!n.ok()) return n.status();
+         cl.http.max_chunks = static_cast<uint64_t>(*n);
+         return Status::Ok();
+       }},
+      {"max-request-inputs", size(cl.server.request_limits.max_inputs)},
+      {"max-request-outputs", size(cl.server.request_limits.max_outputs)},
+      {"max-bytes-elements",
+       [&](const std::string& f, const std::string& v) {
+         auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 40);
+         if (!n.ok()) return n.status();
+         cl.server.request_limits.max_bytes_elements = static_cast<uint64_t>(*n);
+         return Status::Ok();
+       }},
+      {"grpc-max-message-size", integer(cl.grpc.max_message_bytes, 1024, INT_MAX)},
+      {"grpc-max-concurrent-streams", integer(cl.grpc.max_concurrent_streams, 1, INT_MAX)},
+      {"http-use-ssl", boolean(cl.http.tls.enabled)},
+      {"http-server-cert", string(cl.http.tls.cert_file)},
+      {"http-server-key", string(cl.http.tls.key_file)},
+      {"http-root-cert", string(cl.http.tls.root_file)},
+      {"http-use-ssl-mutual", boolean(cl.http.tls.mutual)},
+      {"grpc-use-ssl", boolean(cl.grpc.tls.enabled)},
+      {"grpc-server-cert", string(cl.grpc.tls.cert_file)},
+      {"grpc-server-key", string(cl.grpc.tls.key_file)},
+      {"grpc-root-cert", string(cl.grpc.tls.root_file)},
+      {"grpc-use-ssl-mutual", boolean(cl.grpc.tls.mutual)},
+      {"http-restricted-api",
+       [&](const std::string& f, const std::string& v) { return cl.http_restricted.Add(f, v); }},
+      {"grpc-restricted-protocol",
+       [&](const std::string& f, const std::string& v) { return cl.grpc.restricted.Add(f, v); }},
       {"allow-grpc", boolean(cl.allow_grpc)},
       {"grpc-address", string(cl.grpc.address)},
       {"grpc-port", integer(cl.grpc.port, 0, 65535)},
@@ -212,6 +297,7 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     INFERD_RETURN_IF_ERROR(it->second(name, value));
   }
   cl.http.port = static_cast<uint16_t>(http_port);
+  cl.http_max_json_depth = static_cast<size_t>(json_depth);
   if (cl.help) return cl;
   if (cl.server.repositories.empty()) {
     return InvalidArgument("--model-repository is required (see --help)");
@@ -220,6 +306,9 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
     return InvalidArgument(
         "Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
   }
+  // Mutual TLS implies TLS (as in Triton).
+  if (cl.http.tls.mutual) cl.http.tls.enabled = true;
+  if (cl.grpc.tls.mutual) cl.grpc.tls.enabled = true;
   if (cl.server.control_mode != ModelControlMode::kPoll) cl.server.repository_poll_secs = 0;
   if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
   return cl;

@@ -10,6 +10,7 @@
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
+#include "frontend/restricted_api.h"
 #include "server/inference_server.h"
 
 namespace inferd {
@@ -18,6 +19,8 @@ struct CommandLine {
   ServerOptions server;
   bool allow_http = true;
   http::HttpServerOptions http;
+  size_t http_max_json_depth = 100;
+  RestrictedApis http_restricted;  // --http-restricted-api
   bool allow_grpc = true;
   grpc_frontend::GrpcServer::Options grpc;  // address, port, keepalive
   bool allow_metrics = true;

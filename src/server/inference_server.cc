@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "core/request_validator.h"
+#include "core/sanitize.h"
 
 namespace inferd {
 
@@ -156,8 +158,26 @@ StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std:
   return out;
 }
 
-std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only) const {
-  return manager_->Index(ready_only);
+std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only,
+                                                              bool redact_paths) const {
+  auto index = manager_->Index(ready_only);
+  if (redact_paths) {
+    for (auto& e : index) e.reason = RedactPaths(std::move(e.reason), ServerPaths());
+  }
+  return index;
+}
+
+std::vector<std::string> InferenceServer::ServerPaths() const {
+  std::vector<std::string> paths = options_.repositories;
+  paths.push_back(registry_->backend_directory());
+  for (size_t i = 0, n = paths.size(); i < n; ++i) {
+    std::error_code ec;
+    auto full = std::filesystem::weakly_canonical(paths[i], ec);
+    if (!ec) paths.push_back(full.string());
+    auto abs = std::filesystem::absolute(paths[i], ec);
+    if (!ec) paths.push_back(abs.lexically_normal().string());
+  }
+  return paths;
 }
 
 Status InferenceServer::LoadModel(const std::string& name,
@@ -165,7 +185,9 @@ Status InferenceServer::LoadModel(const std::string& name,
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
-  return manager_->Load(name, config_json);
+  Status s = manager_->Load(name, config_json);
+  if (s.ok()) return s;
+  return Status(s.code(), RedactPaths(s.message(), ServerPaths()));
 }
 
 Status InferenceServer::UnloadModel(const std::string& name) {
@@ -194,7 +216,7 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCompleti
     completion(mv.status(), nullptr);
     return;
   }
-  Status valid = ValidateRequest((*mv)->spec(), *request);
+  Status valid = ValidateRequest((*mv)->spec(), *request, options_.request_limits);
   if (!valid.ok()) {
     completion(valid, nullptr);
     return;

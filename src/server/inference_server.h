@@ -19,6 +19,7 @@
 
 #include "backend/backend_registry.h"
 #include "core/infer_request.h"
+#include "core/request_validator.h"
 #include "repository/model_manager.h"
 #include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
@@ -41,6 +42,7 @@ struct ServerOptions {
   StatsHistogramOptions histograms;  // latency histogram buckets (metrics)
   bool allow_client_shm = false;     // clients may register shared-memory regions
   std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
+  RequestLimits request_limits;      // model-independent bounds on every inference request
 };
 
 struct TensorMetadata {
@@ -109,7 +111,9 @@ class InferenceServer {
   }
 
   // Repository extension.
-  std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only) const;
+  // With `redact_paths` (for clients), the repository and backend
+  // directories in `reason` read "<server path>"; the log keeps them.
+  std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only, bool redact_paths = true) const;
   Status LoadModel(const std::string& name, const std::optional<std::string>& config_json);
   Status UnloadModel(const std::string& name);
 
@@ -133,9 +137,14 @@ class InferenceServer {
   // The device layer, and the GPUs model configurations may name.
   const DeviceMemory& device_memory() const { return *device_; }
   int gpu_count() const { return gpu_count_; }
+  const RequestLimits& request_limits() const { return options_.request_limits; }
 
  private:
   void PollLoop();
+
+  // The repositories and the backend directory, as given and resolved:
+  // what RedactPaths hides from clients.
+  std::vector<std::string> ServerPaths() const;
 
   const ServerOptions options_;
   std::unique_ptr<BackendRegistry> registry_;

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "core/sanitize.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
@@ -54,9 +55,12 @@ int main(int argc, char** argv) {
     std::cerr << "inferd: " << started.message() << "\n";
     return 1;
   }
-  for (const auto& e : server.RepositoryIndex(false)) {
+  // The operator's log keeps the server's paths; control characters from
+  // configs or backends are escaped.
+  for (const auto& e : server.RepositoryIndex(false, /*redact_paths=*/false)) {
     if (e.state == "UNAVAILABLE") {
-      std::cerr << "inferd: model '" << e.name << "' is UNAVAILABLE: " << e.reason << "\n";
+      std::cerr << "inferd: model '" << EscapeControl(e.name)
+                << "' is UNAVAILABLE: " << EscapeControl(e.reason) << "\n";
     }
   }
   std::unique_ptr<metrics::MetricsService> metrics_service;
@@ -80,6 +84,8 @@ int main(int argc, char** argv) {
   if (cl->allow_http) {
     http::HttpApiOptions api_options;
     api_options.max_input_size = cl->http.max_body_bytes;
+    api_options.max_json_depth = cl->http_max_json_depth;
+    api_options.restricted = cl->http_restricted;
     api = std::make_unique<http::HttpApi>(server, api_options);
     http_server = std::make_unique<http::HttpServer>(
         cl->http, [a = api.get()](http::HttpRequest r, std::shared_ptr<http::HttpResponder> s) {
@@ -92,6 +98,9 @@ int main(int argc, char** argv) {
     }
     std::cerr << "inferd: HTTP listening on " << cl->http.address << ":" << http_server->port()
               << std::endl;
+    if (cl->http.tls.enabled) {
+      std::cerr << "inferd: HTTP uses TLS" << (cl->http.tls.mutual ? " (mutual)" : "") << std::endl;
+    }
   }
 
   std::unique_ptr<grpc_frontend::GrpcServer> grpc_server;
@@ -104,6 +113,9 @@ int main(int argc, char** argv) {
     }
     std::cerr << "inferd: gRPC listening on " << cl->grpc.address << ":" << grpc_server->port()
               << std::endl;
+    if (cl->grpc.tls.enabled) {
+      std::cerr << "inferd: gRPC uses TLS" << (cl->grpc.tls.mutual ? " (mutual)" : "") << std::endl;
+    }
   }
 
   int sig = 0;

@@ -304,7 +304,11 @@ TEST(GrpcFlagsTest, DefaultsAreTritons) {
   EXPECT_TRUE(cl->allow_grpc);
   EXPECT_EQ(cl->grpc.address, "0.0.0.0");
   EXPECT_EQ(cl->grpc.port, 8001);
-  EXPECT_EQ(cl->grpc.max_message_bytes, INT32_MAX);
+  // Not Triton's INT32_MAX: inferd bounds messages like HTTP bodies
+  // (--grpc-max-message-size, docs/security.md).
+  EXPECT_EQ(cl->grpc.max_message_bytes, 64 << 20);
+  EXPECT_EQ(cl->grpc.max_concurrent_streams, 128);
+  EXPECT_FALSE(cl->grpc.tls.enabled);
   EXPECT_EQ(cl->grpc.keepalive_time_ms, 7200000);
   EXPECT_EQ(cl->grpc.keepalive_timeout_ms, 20000);
   EXPECT_FALSE(cl->grpc.keepalive_permit_without_calls);

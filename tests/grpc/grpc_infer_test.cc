@@ -280,7 +280,7 @@ TEST_F(GrpcInferTest, CompressedRequestsAndResponses) {
 }
 
 TEST_F(GrpcInferTest, LargeMessagesBeyondGrpcDefaultLimit) {
-  // gRPC's default receive limit is 4 MiB; inferd allows INT32_MAX both ways.
+  // gRPC's default receive limit is 4 MiB; inferd allows --grpc-max-message-size (64 MiB).
   ModelInferRequest req;
   req.set_model_name("identity");
   std::vector<float> values(5 << 20);  // 20 MiB

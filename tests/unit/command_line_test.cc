@@ -32,5 +32,39 @@ TEST(CommandLineTest, ErrorsNameTheFlag) {
             std::string::npos);
 }
 
+TEST(CommandLineTest, HardeningFlags) {
+  auto cl = ParseCommandLine(
+      {"--model-repository=/m", "--http-max-header-size=4096", "--http-max-chunks=9",
+       "--http-max-connections=7", "--http-header-timeout-secs=3", "--http-body-timeout-secs=4",
+       "--http-max-json-depth=12", "--max-request-inputs=5", "--max-request-outputs=6",
+       "--max-bytes-elements=100", "--grpc-max-message-size=2048",
+       "--grpc-max-concurrent-streams=3", "--http-use-ssl-mutual=true", "--http-root-cert=/ca",
+       "--grpc-use-ssl=true", "--grpc-server-cert=/c", "--grpc-server-key=/k",
+       "--http-restricted-api=statistics:k=v", "--grpc-restricted-protocol=health:K=v"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->http.max_header_bytes, 4096u);
+  EXPECT_EQ(cl->http.max_chunks, 9u);
+  EXPECT_EQ(cl->http.max_connections, 7);
+  EXPECT_EQ(cl->http.header_timeout_secs, 3);
+  EXPECT_EQ(cl->http.body_timeout_secs, 4);
+  EXPECT_EQ(cl->http_max_json_depth, 12u);
+  EXPECT_EQ(cl->server.request_limits.max_inputs, 5u);
+  EXPECT_EQ(cl->server.request_limits.max_outputs, 6u);
+  EXPECT_EQ(cl->server.request_limits.max_bytes_elements, 100u);
+  EXPECT_EQ(cl->grpc.max_message_bytes, 2048);
+  EXPECT_EQ(cl->grpc.max_concurrent_streams, 3);
+  EXPECT_TRUE(cl->http.tls.enabled);  // mutual implies TLS
+  EXPECT_TRUE(cl->http.tls.mutual);
+  EXPECT_EQ(cl->http.tls.root_file, "/ca");
+  EXPECT_TRUE(cl->grpc.tls.enabled);
+  EXPECT_FALSE(cl->grpc.tls.mutual);
+  EXPECT_EQ(cl->grpc.tls.key_file, "/k");
+  ASSERT_NE(cl->http_restricted.Find(ApiGroup::kStatistics), nullptr);
+  EXPECT_EQ(cl->grpc.restricted.Find(ApiGroup::kHealth)->key, "triton-grpc-protocol-k");
+  auto bad = ParseCommandLine({"--model-repository=/m", "--http-max-connections=0"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--http-max-connections"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace inferd

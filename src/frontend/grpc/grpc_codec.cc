@@ -20,7 +20,8 @@ using inference::InferTensorContents;
 using inference::ModelInferRequest;
 using ParamMap = google::protobuf::Map<std::string, InferParameter>;
 
-std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+// Client data quoted in an error: bounded and escaped (core/sanitize.h).
+std::string Q(std::string_view s) { return "'" + Bounded(s) + "'"; }
 
 const char* ParameterKind(const InferParameter& p) {
   switch (p.parameter_choice_case()) {

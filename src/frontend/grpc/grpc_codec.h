@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "core/infer_request.h"
+#include "core/sanitize.h"
 #include "core/status.h"
 #include "grpc_service.pb.h"
 #include "shm/shm_manager.h"
@@ -31,8 +32,9 @@ namespace inferd::grpc_frontend {
 
 // Core codes are gRPC codes: the mapping is by value.
 inline ::grpc::Status ToGrpcStatus(const Status& s) {
-  return s.ok() ? ::grpc::Status::OK
-                : ::grpc::Status(static_cast<::grpc::StatusCode>(s.code()), s.message());
+  return s.ok()
+             ? ::grpc::Status::OK
+             : ::grpc::Status(static_cast<::grpc::StatusCode>(s.code()), BoundMessage(s.message()));
 }
 
 // A model version string: "" is -1 (latest ready version); otherwise a

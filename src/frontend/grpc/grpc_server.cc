@@ -1,10 +1,15 @@
 #include "frontend/grpc/grpc_server.h"
 
 #include <absl/synchronization/mutex.h>
+#include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
+#include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 
+#include "core/sanitize.h"
 #include "frontend/grpc/grpc_services.h"
 
 namespace inferd::grpc_frontend {
@@ -17,12 +22,66 @@ std::string HostPort(const std::string& address, int port) {
   return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }
 
+// Protobuf logs an ERROR line for every message with invalid UTF-8 in a
+// string field while parsing it: with gRPC parsing client requests, any
+// client could fill the log with one line per request (found by
+// fuzz/grpc_infer_fuzz). The call itself fails with an error status, so
+// those lines are dropped; protobuf's other messages go to stderr with
+// control characters escaped.
+void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
+                 const std::string& message) {
+  if (message.find("invalid UTF-8") != std::string::npos) return;
+  std::fprintf(stderr, "inferd: protobuf %s:%d: %s%s\n", file, line,
+               level >= google::protobuf::LOGLEVEL_ERROR ? "error: " : "",
+               EscapeControl(message).c_str());
+}
+
+// Reads a PEM file named by `flag`; the error names the flag and the path,
+// never the contents.
+StatusOr<std::string> ReadPem(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return InvalidArgument(flag + ": cannot read '" + path + "'");
+  }
+  return text.str();
+}
+
+// Server credentials for the TLS options (insecure when TLS is off).
+StatusOr<std::shared_ptr<::grpc::ServerCredentials>> MakeCredentials(const TlsOptions& tls) {
+  if (!tls.enabled) return ::grpc::InsecureServerCredentials();
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return InvalidArgument("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key");
+  }
+  if (tls.mutual && tls.root_file.empty()) {
+    return InvalidArgument("--grpc-use-ssl-mutual needs --grpc-root-cert");
+  }
+  auto cert = ReadPem("--grpc-server-cert", tls.cert_file);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadPem("--grpc-server-key", tls.key_file);
+  if (!key.ok()) return key.status();
+  ::grpc::SslServerCredentialsOptions options(
+      tls.mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                 : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (!tls.root_file.empty()) {
+    auto root = ReadPem("--grpc-root-cert", tls.root_file);
+    if (!root.ok()) return root.status();
+    options.pem_root_certs = std::move(*root);
+  }
+  options.pem_key_cert_pairs.push_back({std::move(*key), std::move(*cert)});
+  return ::grpc::SslServerCredentials(options);
+}
+
 }  // namespace
 
 class GrpcServer::Impl {
  public:
   Impl(InferenceServer& server, Options options)
-      : options_(std::move(options)), service_(server, worker_, streams_), health_(server) {}
+      : options_(std::move(options)), service_(server, worker_, streams_), health_(server) {
+    service_.Restrict(options_.restricted);
+    health_.Restrict(options_.restricted);
+  }
 
   ~Impl() { Shutdown(std::chrono::system_clock::now()); }
 
@@ -32,11 +91,15 @@ class GrpcServer::Impl {
     // a debugging aid) on each acquisition. Release builds of abseil skip it;
     // so does inferd. Process-wide; inferd's own code uses std::mutex.
     absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+    google::protobuf::SetLogHandler(&ProtobufLog);  // process-wide, like the line above
     const std::string where = HostPort(options_.address, options_.port);
+    auto credentials = MakeCredentials(options_.tls);
+    if (!credentials.ok()) return credentials.status();
     ::grpc::ServerBuilder builder;
-    builder.AddListeningPort(where, ::grpc::InsecureServerCredentials(), &port_);
+    builder.AddListeningPort(where, *credentials, &port_);
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
     // Never share the port with another process (Triton: --reuse-grpc-port=false).
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);

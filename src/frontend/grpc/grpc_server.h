@@ -17,6 +17,8 @@
 #include <string>
 
 #include "core/status.h"
+#include "frontend/restricted_api.h"
+#include "frontend/tls_options.h"
 #include "server/inference_server.h"
 
 namespace inferd::grpc_frontend {
@@ -27,14 +29,21 @@ class GrpcServer {
   struct Options {
     std::string address = "0.0.0.0";
     int port = 8001;  // 0: pick a free port (port() says which)
-    // Largest message in each direction. Triton fixes it at INT32_MAX.
-    int max_message_bytes = INT_MAX;
+    // Largest message in each direction (--grpc-max-message-size); gRPC
+    // applies it to a compressed request after decompression too. Triton
+    // fixes it at INT32_MAX; inferd's default is the HTTP body limit.
+    int max_message_bytes = 64 << 20;
+    // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection
+    // (--grpc-max-concurrent-streams).
+    int max_concurrent_streams = 128;
     int keepalive_time_ms = 7200000;                            // --grpc-keepalive-time
     int keepalive_timeout_ms = 20000;                           // --grpc-keepalive-timeout
     bool keepalive_permit_without_calls = false;                // ...-permit-without-calls
     int http2_max_pings_without_data = 2;                       // ...-max-pings-without-data
     int http2_min_recv_ping_interval_without_data_ms = 300000;  // ...-without-data
     int http2_max_ping_strikes = 2;                             // ...-max-ping-strikes
+    TlsOptions tls;                   // --grpc-use-ssl, --grpc-server-cert, ... (docs/security.md)
+    RestrictedApis restricted{true};  // --grpc-restricted-protocol
   };
 
   // `server` must outlive this object.

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/restricted_grpc.h"
 
 namespace inferd::grpc_frontend {
 
@@ -232,12 +233,14 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ServerLive(Ctx* ctx,
                                                          const inference::ServerLiveRequest*,
                                                          inference::ServerLiveResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   response->set_live(server_.IsLive());
   return FinishNow(ctx, Status::Ok());
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::ServerReady(
     Ctx* ctx, const inference::ServerReadyRequest*, inference::ServerReadyResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   if (server_.IsShuttingDown()) return FinishNow(ctx, Unavailable("Server exiting"));
   response->set_ready(server_.IsReady());
   return FinishNow(ctx, Status::Ok());
@@ -246,6 +249,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ModelReady(
     Ctx* ctx, const inference::ModelReadyRequest* request,
     inference::ModelReadyResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto ready = server_.ModelReady(request->name(), version);
     if (!ready.ok()) return ready.status();
@@ -257,6 +261,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
     Ctx* ctx, const inference::ServerMetadataRequest*,
     inference::ServerMetadataResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kMetadata)) return denied;
   response->set_name(server_.id());
   response->set_version(InferenceServer::Version());
   for (const auto& e : server_.Extensions()) response->add_extensions(e);
@@ -266,6 +271,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
     Ctx* ctx, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kMetadata)) return denied;
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto md = server_.GetModelMetadata(request->name(), version);
     if (!md.ok()) return md.status();
@@ -280,6 +286,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 
 ::grpc::ServerUnaryReactor* InferenceService::ModelInfer(Ctx* ctx, const ModelInferRequest* request,
                                                          ModelInferResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kInference)) return denied;
   // The registered allocator makes the message shared-owned; the decoded
   // request holds it, so raw_input_contents are referenced, not copied.
   auto* holder = static_cast<InferMessageHolder*>(ctx->GetRpcAllocatorState());
@@ -307,12 +314,14 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 
 ::grpc::ServerBidiReactor<ModelInferRequest, inference::ModelStreamInferResponse>*
 InferenceService::ModelStreamInfer(Ctx* ctx) {
+  if (auto* denied = DenyStream(ctx, restricted_, ApiGroup::kInference)) return denied;
   return StartStreamInfer(ctx, server_, streams_);
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::ModelConfig(
     Ctx* ctx, const inference::ModelConfigRequest* request,
     inference::ModelConfigResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelConfig)) return denied;
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto json = server_.GetModelConfigJson(request->name(), version);
     if (!json.ok()) return json.status();
@@ -332,6 +341,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
     Ctx* ctx, const inference::RepositoryIndexRequest* request,
     inference::RepositoryIndexResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
   }
@@ -348,6 +358,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
     Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
   }
@@ -376,6 +387,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
     Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
   if (!request->repository_name().empty()) {
     return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
   }
@@ -400,6 +412,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
     Ctx* ctx, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kStatistics)) return denied;
   // Empty name: every model; empty version: every ready version.
   return WithVersion(ctx, request->version(), [&](int64_t version) {
     auto all = server_.GetStatistics(request->name(), version);
@@ -440,6 +453,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     Ctx* ctx, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   auto regions = server_.shared_memory().GetStatus(request->name());
   if (!regions.ok()) return FinishNow(ctx, regions.status());
   for (const RegionStatus& r : *regions) {
@@ -465,6 +479,7 @@ Status ClientShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   if (Status s = ClientShmAllowed(server_); !s.ok()) return FinishNow(ctx, s);
   if (request->name().empty()) {
     return FinishNow(ctx, InvalidArgument("'region name' is necessary to register system shared "
@@ -477,6 +492,7 @@ Status ClientShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   if (Status s = ClientShmAllowed(server_); !s.ok()) return FinishNow(ctx, s);
   return FinishNow(ctx, server_.shared_memory().Unregister(request->name()));
 }
@@ -484,6 +500,7 @@ Status ClientShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     Ctx* ctx, const inference::CudaSharedMemoryStatusRequest* request,
     inference::CudaSharedMemoryStatusResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   auto status = server_.cuda_shared_memory().GetStatus(request->name());
   if (!status.ok()) return FinishNow(ctx, status.status());
   for (const auto& r : *status) {
@@ -509,6 +526,7 @@ Status CudaShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest* request,
     inference::CudaSharedMemoryRegisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   if (Status allowed = CudaShmAllowed(server_); !allowed.ok()) return FinishNow(ctx, allowed);
   if (request->name().empty()) {
     return FinishNow(ctx, InvalidArgument("'name' is necessary to register CUDA shared memory "
@@ -530,6 +548,7 @@ Status CudaShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest* request,
     inference::CudaSharedMemoryUnregisterResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
   if (Status allowed = CudaShmAllowed(server_); !allowed.ok()) return FinishNow(ctx, allowed);
   return FinishNow(ctx, server_.cuda_shared_memory().Unregister(request->name()));
 }
@@ -537,12 +556,14 @@ Status CudaShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* InferenceService::TraceSetting(Ctx* ctx,
                                                            const inference::TraceSettingRequest*,
                                                            inference::TraceSettingResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kTrace)) return denied;
   return NotServed(ctx, "the trace extension (TraceSetting)");
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::LogSettings(Ctx* ctx,
                                                           const inference::LogSettingsRequest*,
                                                           inference::LogSettingsResponse*) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kLogging)) return denied;
   return NotServed(ctx, "the logging extension (LogSettings)");
 }
 
@@ -551,6 +572,7 @@ Status CudaShmAllowed(const InferenceServer& server) {
 ::grpc::ServerUnaryReactor* HealthService::Check(::grpc::CallbackServerContext* ctx,
                                                  const grpc::health::v1::HealthCheckRequest*,
                                                  grpc::health::v1::HealthCheckResponse* response) {
+  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kHealth)) return denied;
   response->set_status(server_.IsReady() ? grpc::health::v1::HealthCheckResponse::SERVING
                                          : grpc::health::v1::HealthCheckResponse::NOT_SERVING);
   return FinishNow(ctx, Status::Ok());

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "frontend/grpc/stream_infer.h"
+#include "frontend/restricted_api.h"
 #include "grpc_service.grpc.pb.h"
 #include "health.grpc.pb.h"
 #include "server/inference_server.h"
@@ -99,7 +100,11 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   Reactor* LogSettings(Ctx*, const inference::LogSettingsRequest*,
                        inference::LogSettingsResponse*) override;
 
+  // --grpc-restricted-protocol; set before the server starts.
+  void Restrict(RestrictedApis apis) { restricted_ = std::move(apis); }
+
  private:
+  RestrictedApis restricted_{true};
   InferenceServer& server_;
   BlockingWorker& worker_;
   StreamRegistry& streams_;
@@ -114,8 +119,10 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   ::grpc::ServerUnaryReactor* Check(::grpc::CallbackServerContext*,
                                     const grpc::health::v1::HealthCheckRequest*,
                                     grpc::health::v1::HealthCheckResponse*) override;
+  void Restrict(RestrictedApis apis) { restricted_ = std::move(apis); }
 
  private:
+  RestrictedApis restricted_{true};
   InferenceServer& server_;
 };
 

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <thread>
 
+#include "core/sanitize.h"
 #include "frontend/http/compression.h"
 #include "frontend/http/infer_codec.h"
 #include "repository/repository_scan.h"
@@ -164,6 +165,13 @@ void HttpApi::Handle(HttpRequest req, std::shared_ptr<HttpResponder> responder) 
     return false;
   };
   if (segs.empty() || segs[0] != "v2") return send(ErrorResponse(404, "Not Found"));
+  if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
+    Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
+      const std::string* v = req.Header(key);
+      return v ? std::optional<std::string_view>(*v) : std::nullopt;
+    });
+    if (!allowed.ok()) return send(FromStatus(allowed));
+  }
 
   if (segs.size() == 1) {  // server metadata
     if (!method_is("GET")) return;
@@ -290,7 +298,7 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
   if (const std::string* ce = req.Header("Content-Encoding");
       ce && !ce->empty() && *ce != "identity") {
     if (*ce != "gzip" && *ce != "deflate") {
-      HttpResponse r = ErrorResponse(501, "Unsupported compression type '" + *ce + "'");
+      HttpResponse r = ErrorResponse(501, "Unsupported compression type '" + Bounded(*ce) + "'");
       r.headers.emplace_back("Accept-Encoding", "gzip, deflate");
       return responder->Send(std::move(r));
     }
@@ -303,7 +311,7 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
     size_t n = 0;
     auto [p, ec] = std::from_chars(h->data(), h->data() + h->size(), n);
     if (ec != std::errc() || p != h->data() + h->size()) {
-      return fail(InvalidArgument("Inference-Header-Content-Length '" + *h +
+      return fail(InvalidArgument("Inference-Header-Content-Length '" + Bounded(*h) +
                                   "' is not a non-negative integer"));
     }
     header_length = n;
@@ -314,8 +322,13 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
     if (!spec.ok()) return fail(spec.status());
     decoded = DecodeRawBinaryRequest(body, *spec, version);
   } else {
-    decoded = DecodeInferRequest(body, header_length, model, version, DecodeLimits{},
-                                 &server_.shared_memory());
+    DecodeLimits limits;
+    limits.max_json_depth = options_.max_json_depth;
+    limits.max_inputs = server_.request_limits().max_inputs;
+    limits.max_outputs = server_.request_limits().max_outputs;
+    limits.max_bytes_elements = server_.request_limits().max_bytes_elements;
+    decoded =
+        DecodeInferRequest(body, header_length, model, version, limits, &server_.shared_memory());
   }
   if (!decoded.ok()) return fail(decoded.status());
   decoded->request->cancel_flag = req.cancelled;
@@ -429,7 +442,7 @@ void HttpApi::HandleRepository(const HttpRequest& req, const std::vector<std::st
             }
           } else {
             return send(ErrorResponse(400, "unrecognized " + std::string(load ? "load" : "unload") +
-                                               " parameter '" + key + "'"));
+                                               " parameter '" + Bounded(key) + "'"));
           }
         }
       }

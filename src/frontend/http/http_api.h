@@ -10,14 +10,19 @@
 #include <rapidjson/document.h>
 
 #include <cstddef>
+#include <optional>
+#include <string>
 
 #include "frontend/http/http_types.h"
+#include "frontend/restricted_api.h"
 #include "server/inference_server.h"
 
 namespace inferd::http {
 
 struct HttpApiOptions {
-  size_t max_input_size = 64 << 20;
+  size_t max_input_size = 64 << 20;  // also bounds a decompressed body
+  size_t max_json_depth = 100;       // --http-max-json-depth
+  RestrictedApis restricted;         // --http-restricted-api
 };
 
 class HttpApi {

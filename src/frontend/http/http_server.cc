@@ -4,9 +4,13 @@
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -18,6 +22,8 @@ namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+namespace ssl = boost::asio::ssl;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 namespace {
 
@@ -25,18 +31,50 @@ struct Shared {
   HttpServerOptions options;
   HttpHandler handler;
   std::atomic<bool> draining{false};
-  std::atomic<int64_t> active{0};  // requests read but not yet answered
+  std::atomic<int64_t> active{0};   // requests read but not yet answered
+  std::atomic<int> connections{0};  // open sessions
 };
 
-class Session : public std::enable_shared_from_this<Session> {
+// The error a chunked body with too many chunks is refused with.
+const beast::error_code& TooManyChunks() {
+  static const beast::error_code ec =
+      beast::error_code(static_cast<int>(std::errc::message_size), beast::generic_category());
+  return ec;
+}
+
+// One connection. `Stream` is beast::tcp_stream (plain) or
+// beast::ssl_stream<beast::tcp_stream> (TLS); timers and the socket are on
+// the lowest layer either way.
+template <class Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
   enum class Next { kNone, kRead, kLinger, kClose };
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  using std::enable_shared_from_this<Session<Stream>>::shared_from_this;
 
  public:
-  Session(tcp::socket socket, std::shared_ptr<Shared> shared)
+  // The caller has counted this session in shared->connections.
+  Session(tcp::socket socket, std::shared_ptr<Shared> shared) requires(!kTls)
       : stream_(std::move(socket)), shared_(std::move(shared)) {}
+  Session(tcp::socket socket, std::shared_ptr<Shared> shared, ssl::context& ctx) requires kTls
+      : stream_(std::move(socket), ctx),
+        shared_(std::move(shared)) {}
+  ~Session() { shared_->connections.fetch_sub(1); }
 
   void Start() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoRead(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (kTls) {
+        // The handshake is part of the header phase: a client that does not
+        // complete it in time is dropped like one that dribbles its header.
+        self->Lowest().expires_after(
+            std::chrono::seconds(self->shared_->options.header_timeout_secs));
+        self->stream_.async_handshake(ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) return self->Close();  // plain text, no client certificate, bad certificate
+          self->DoRead();
+        });
+      } else {
+        self->DoRead();
+      }
+    });
   }
 
   // Called from any thread through the responder.
@@ -52,13 +90,49 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(shared_->options.max_body_bytes);
     parser_->header_limit(static_cast<uint32_t>(shared_->options.max_header_bytes));
-    stream_.expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+    chunks_ = 0;
+    chunk_cb_ = [this](uint64_t, beast::string_view, beast::error_code& ec) {
+      if (++chunks_ > shared_->options.max_chunks) ec = TooManyChunks();
+    };
+    parser_->on_chunk_header(chunk_cb_);
+    if (buffer_.size() > 0) return ReadHeader();  // pipelined bytes: a request has begun
+    // Idle phase: a keep-alive connection waits for the first byte.
+    Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+    stream_.async_read_some(buffer_.prepare(16384),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              if (ec) return self->Close();
+                              self->buffer_.commit(n);
+                              self->ReadHeader();
+                            });
+  }
+
+  // Header phase: the whole header within header_timeout_secs.
+  void ReadHeader() {
+    Lowest().expires_after(std::chrono::seconds(shared_->options.header_timeout_secs));
+    bhttp::async_read_header(stream_, buffer_, *parser_,
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               if (ec) return self->OnRead(ec);
+                               self->ReadBody();
+                             });
+  }
+
+  // Body phase: the whole body within body_timeout_secs.
+  void ReadBody() {
+    if (parser_->is_done()) return OnRead({});
+    Lowest().expires_after(std::chrono::seconds(shared_->options.body_timeout_secs));
     bhttp::async_read(
         stream_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
   }
 
   void OnRead(beast::error_code ec) {
+    if (ec == TooManyChunks()) {
+      keep_alive_ = false;
+      Write(ErrorResponse(400, "chunked request body has more than " +
+                                   std::to_string(shared_->options.max_chunks) +
+                                   " chunks. Use --http-max-chunks to increase the limit."));
+      return;
+    }
     if (ec == bhttp::error::body_limit) {
       keep_alive_ = false;
       Write(ErrorResponse(400, "request body exceeds the maximum of " +
@@ -69,14 +143,15 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::header_limit) {
       keep_alive_ = false;
       Write(ErrorResponse(431, "request headers exceed " +
-                                   std::to_string(shared_->options.max_header_bytes) + " bytes"));
+                                   std::to_string(shared_->options.max_header_bytes) +
+                                   " bytes. Use --http-max-header-size to increase the limit."));
       return;
     }
     if (ec) {
       Close();  // disconnect, timeout or malformed framing: nothing to answer
       return;
     }
-    stream_.expires_never();  // the handler may take as long as the model needs
+    Lowest().expires_never();  // the handler may take as long as the model needs
     auto& msg = parser_->get();
     keep_alive_ = msg.keep_alive();
     version_ = msg.version();
@@ -98,7 +173,10 @@ class Session : public std::enable_shared_from_this<Session> {
     shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this()));
     // With pipelined bytes already buffered the client is evidently there;
     // the next request is parsed from the buffer once this one is answered.
-    if (buffer_.size() == 0) StartWatch();
+    // Not on TLS: cancelling a pending TLS read may leave the TLS stream
+    // unusable, so a TLS client that leaves is noticed when the response is
+    // written instead.
+    if (!kTls && buffer_.size() == 0) StartWatch();
   }
 
   // While a request is being served, a read on the socket notices a client
@@ -107,7 +185,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // pipelined request) are kept for the next parse.
   void StartWatch() {
     watching_ = true;
-    stream_.socket().async_read_some(
+    Lowest().socket().async_read_some(
         buffer_.prepare(16384),
         [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnWatch(ec, n); });
   }
@@ -151,7 +229,7 @@ class Session : public std::enable_shared_from_this<Session> {
     next_ = next;
     if (watching_) {
       beast::error_code ec;
-      stream_.socket().cancel(ec);  // completes the watch with operation_aborted
+      Lowest().socket().cancel(ec);  // completes the watch with operation_aborted
       return;
     }
     AfterWatch();
@@ -168,7 +246,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive_);
     res->body() = std::move(r.body);
     res->prepare_payload();
-    stream_.expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+    Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
     bhttp::async_write(stream_, *res,
                        [self = shared_from_this(), res](beast::error_code ec, size_t) {
                          if (self->answering_) {
@@ -187,8 +265,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.socket().close(ec);
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    Lowest().socket().close(ec);
   }
 
   // After a final response: half-close, then discard what the client still
@@ -196,20 +274,22 @@ class Session : public std::enable_shared_from_this<Session> {
   // the connection before the client has read the response.
   void Linger() {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-    stream_.expires_after(std::chrono::seconds(2));
+    // On TLS this skips close_notify: the response is complete by its
+    // Content-Length, and waiting for the peer's close_notify could hang.
+    Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
+    Lowest().expires_after(std::chrono::seconds(2));
     DrainSome();
   }
 
   void DrainSome() {
-    stream_.async_read_some(net::buffer(scratch_),
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              if (ec || ++self->drained_reads_ > 4096) {
-                                self->Close();
-                                return;
-                              }
-                              self->DrainSome();
-                            });
+    Lowest().async_read_some(net::buffer(scratch_),
+                             [self = shared_from_this()](beast::error_code ec, size_t) {
+                               if (ec || ++self->drained_reads_ > 4096) {
+                                 self->Close();
+                                 return;
+                               }
+                               self->DrainSome();
+                             });
   }
 
   class Responder : public HttpResponder {
@@ -228,7 +308,9 @@ class Session : public std::enable_shared_from_this<Session> {
     std::atomic<bool> sent_{false};
   };
 
-  beast::tcp_stream stream_;
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   std::shared_ptr<Shared> shared_;
@@ -241,7 +323,56 @@ class Session : public std::enable_shared_from_this<Session> {
   unsigned version_ = 11;
   std::array<char, 16384> scratch_;
   int drained_reads_ = 0;
+  uint64_t chunks_ = 0;  // chunks of the body being read
+  std::function<void(uint64_t, beast::string_view, beast::error_code&)> chunk_cb_;
 };
+
+// Answers a connection over --http-max-connections and closes it. The
+// socket is fresh, so the short response fits its send buffer at once.
+void RefuseConnection(tcp::socket& s) {
+  static constexpr std::string_view kBody =
+      "{\"error\":\"too many open connections. Use --http-max-connections to increase the "
+      "limit.\"}";
+  const std::string msg =
+      "HTTP/1.1 503 Service Unavailable\r\nServer: inferd\r\n"
+      "Content-Type: application/json\r\nConnection: close\r\n"
+      "Content-Length: " +
+      std::to_string(kBody.size()) + "\r\n\r\n" + std::string(kBody);
+  beast::error_code ec;
+  s.non_blocking(true, ec);
+  net::write(s, net::buffer(msg), ec);
+  s.shutdown(tcp::socket::shutdown_send, ec);
+  s.close(ec);
+}
+
+// The TLS context of an HTTPS listener; errors name the flag and the file.
+StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsOptions& tls) {
+  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
+  // TLS 1.2 or newer only; no renegotiation (a client-driven CPU cost).
+  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
+                   ssl::context::single_dh_use);
+  SSL_CTX_set_options(ctx->native_handle(), SSL_OP_NO_RENEGOTIATION);
+  beast::error_code ec;
+  if (tls.cert_file.empty() || tls.key_file.empty()) {
+    return InvalidArgument("--http-use-ssl needs --http-server-cert and --http-server-key");
+  }
+  ctx->use_certificate_chain_file(tls.cert_file, ec);
+  if (ec) return InvalidArgument("--http-server-cert: cannot use '" + tls.cert_file + "'");
+  ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
+  if (ec) return InvalidArgument("--http-server-key: cannot use '" + tls.key_file + "'");
+  if (!tls.root_file.empty()) {
+    ctx->load_verify_file(tls.root_file, ec);
+    if (ec) return InvalidArgument("--http-root-cert: cannot use '" + tls.root_file + "'");
+  }
+  if (tls.mutual) {
+    if (tls.root_file.empty()) {
+      return InvalidArgument("--http-use-ssl-mutual needs --http-root-cert");
+    }
+    ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+  }
+  return ctx;
+}
 
 }  // namespace
 
@@ -255,6 +386,11 @@ class HttpServer::Impl {
   }
 
   Status Start() {
+    if (shared_->options.tls.enabled) {
+      auto ctx = MakeTlsContext(shared_->options.tls);
+      if (!ctx.ok()) return ctx.status();
+      ssl_ctx_ = std::move(*ctx);
+    }
     beast::error_code ec;
     auto addr = net::ip::make_address(shared_->options.address, ec);
     if (ec) return InvalidArgument("invalid HTTP address '" + shared_->options.address + "'");
@@ -307,8 +443,17 @@ class HttpServer::Impl {
     acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
       if (!ec) {
-        s.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(s), shared_)->Start();
+        if (shared_->connections.fetch_add(1) >= shared_->options.max_connections) {
+          shared_->connections.fetch_sub(1);
+          RefuseConnection(s);
+        } else {
+          s.set_option(tcp::no_delay(true), ec);
+          if (ssl_ctx_) {
+            std::make_shared<Session<TlsStream>>(std::move(s), shared_, *ssl_ctx_)->Start();
+          } else {
+            std::make_shared<Session<beast::tcp_stream>>(std::move(s), shared_)->Start();
+          }
+        }
       }
       DoAccept();
     });
@@ -316,6 +461,7 @@ class HttpServer::Impl {
 
   net::io_context ioc_;
   tcp::acceptor acceptor_;
+  std::unique_ptr<ssl::context> ssl_ctx_;  // set for HTTPS; shared by every session
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;
   uint16_t port_ = 0;

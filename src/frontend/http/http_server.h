@@ -3,13 +3,23 @@
 // hands it to the handler and writes the response whenever the handler's
 // responder is called, from any thread.
 //
+// TLS: with `tls.enabled` every connection must complete a TLS handshake
+// (within the header timeout) before a request is read; with `tls.mutual`
+// the client must present a certificate signed by `tls.root_file`.
+//
 // Threading: `threads` I/O threads run one io_context; each connection is
 // serialised on its own strand. Handlers must not block: a model never runs
 // on an I/O thread.
 //
-// Limits: bodies larger than `max_body_bytes` are refused from their
-// Content-Length (or as soon as chunked data passes it), before they are
-// buffered whole.
+// Limits (docs/security.md): bodies larger than `max_body_bytes` are refused
+// from their Content-Length (or as soon as chunked data passes it), before
+// they are buffered whole; headers over `max_header_bytes` get 431; a chunked
+// body of more than `max_chunks` chunks is refused. A request is read in
+// three timed phases: waiting for its first byte (`idle_timeout_secs`, the
+// keep-alive idle bound), the rest of its header (`header_timeout_secs`) and
+// its body (`body_timeout_secs`); a client that dribbles bytes is
+// disconnected when its phase ends. At most `max_connections` connections
+// are open at once; one more is answered 503 and closed.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +28,7 @@
 
 #include "core/status.h"
 #include "frontend/http/http_types.h"
+#include "frontend/tls_options.h"
 
 namespace inferd::http {
 
@@ -25,9 +36,14 @@ struct HttpServerOptions {
   std::string address = "0.0.0.0";
   uint16_t port = 8000;  // 0: pick a free port
   int threads = 4;
-  size_t max_body_bytes = 64 << 20;
-  size_t max_header_bytes = 64 << 10;
-  int idle_timeout_secs = 60;  // keep-alive idle and slow-read bound
+  size_t max_body_bytes = 64 << 20;    // --http-max-input-size
+  size_t max_header_bytes = 64 << 10;  // --http-max-header-size
+  uint64_t max_chunks = 1 << 16;       // --http-max-chunks
+  int max_connections = 1024;          // --http-max-connections
+  int idle_timeout_secs = 60;          // --http-idle-timeout-secs
+  int header_timeout_secs = 10;        // --http-header-timeout-secs
+  int body_timeout_secs = 60;          // --http-body-timeout-secs
+  TlsOptions tls;                      // HTTPS (--http-use-ssl ...)
 };
 
 class HttpServer {

@@ -4,6 +4,8 @@
 #include <rapidjson/writer.h>
 #include <strings.h>
 
+#include "core/sanitize.h"
+
 namespace inferd::http {
 
 const std::string* HttpRequest::Header(std::string_view name) const {
@@ -18,7 +20,9 @@ HttpResponse ErrorResponse(int status, const std::string& message) {
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
   w.Key("error");
-  w.String(message.c_str(), static_cast<rapidjson::SizeType>(message.size()));
+  // A last bound on whatever the message quotes (docs/security.md).
+  const std::string bounded = BoundMessage(message);
+  w.String(bounded.c_str(), static_cast<rapidjson::SizeType>(bounded.size()));
   w.EndObject();
   HttpResponse r;
   r.status = status;

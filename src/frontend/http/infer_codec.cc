@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/bytes_tensor.h"
+#include "core/sanitize.h"
 
 namespace inferd::http {
 namespace {
@@ -16,7 +17,8 @@ namespace {
 using rapidjson::Value;
 constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag;
 
-std::string Q(std::string_view s) { return "'" + std::string(s) + "'"; }
+// Client data quoted in an error: bounded and escaped (core/sanitize.h).
+std::string Q(std::string_view s) { return "'" + Bounded(s) + "'"; }
 
 // Counts the scalar leaves of a (possibly nested) JSON array.
 bool CountLeaves(const Value& v, size_t depth, size_t max_depth, uint64_t& count) {
@@ -75,6 +77,11 @@ Status DecodeJsonData(const Value& data, InferInput& input, InferRequest& reques
   }
   const DataType t = input.datatype;
   if (t == DataType::kBytes) {
+    if (count > limits.max_bytes_elements) {
+      return InvalidArgument("input " + Q(name) + ": " + std::to_string(count) +
+                             " BYTES elements exceed the limit of " +
+                             std::to_string(limits.max_bytes_elements) + " (--max-bytes-elements)");
+    }
     std::string serialised;
     Status st;
     auto fn = [&](const Value& e) {
@@ -321,6 +328,11 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
   if (!doc.HasMember("inputs")) return InvalidArgument("request JSON has no 'inputs' array");
   const Value& inputs = doc["inputs"];
   if (!inputs.IsArray()) return InvalidArgument("request 'inputs' must be an array");
+  if (inputs.Size() > limits.max_inputs) {
+    return InvalidArgument("the request has " + std::to_string(inputs.Size()) +
+                           " inputs, more than the limit of " + std::to_string(limits.max_inputs) +
+                           " (--max-request-inputs)");
+  }
 
   size_t offset = json_len;  // next unread binary byte
   for (const auto& in : inputs.GetArray()) {
@@ -401,6 +413,11 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
   if (doc.HasMember("outputs")) {
     const Value& outputs = doc["outputs"];
     if (!outputs.IsArray()) return InvalidArgument("request 'outputs' must be an array");
+    if (outputs.Size() > limits.max_outputs) {
+      return InvalidArgument("the request asks for " + std::to_string(outputs.Size()) +
+                             " outputs, more than the limit of " +
+                             std::to_string(limits.max_outputs) + " (--max-request-outputs)");
+    }
     for (const auto& o : outputs.GetArray()) {
       if (!o.IsObject() || !o.HasMember("name") || !o["name"].IsString()) {
         return InvalidArgument("each requested output needs a 'name' string");

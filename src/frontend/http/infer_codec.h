@@ -22,8 +22,13 @@
 
 namespace inferd::http {
 
+// Bounds checked while decoding, before the decoder allocates for them
+// (the core checks the tensor counts again for every front end).
 struct DecodeLimits {
-  size_t max_json_depth = 100;  // nesting of arrays/objects in the JSON header
+  size_t max_json_depth = 100;            // nesting of arrays/objects (--http-max-json-depth)
+  size_t max_inputs = 1024;               // --max-request-inputs
+  size_t max_outputs = 1024;              // --max-request-outputs
+  uint64_t max_bytes_elements = 1 << 24;  // JSON BYTES elements per tensor (--max-bytes-elements)
 };
 
 // How each output is to be returned: binary blob, JSON data, or written to
