@@ -39,8 +39,10 @@ run: build models
 	$(BUILD_DIR)/bin/inferd --model-repository=examples/models --http-port=8000 \
 	  --grpc-port=8001 --metrics-port=8002
 
+# Every test, then each fuzz target for FUZZ_SECONDS (60 s; two at a time).
 test: build models
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	$(MAKE) fuzz
 
 # The deployment checks and the multi-host test alone (also part of `make test`).
 test-cluster: build models
@@ -53,12 +55,13 @@ test-asan: deps models
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E clang_format
 
 # libFuzzer targets (clang, ASan+UBSan), each run for FUZZ_SECONDS from its
-# seed corpus (fuzz/corpus/). Not part of `make test` (CI time is short).
+# seed corpus (fuzz/corpus/), $(JOBS) at a time. `make test` ends with it.
 fuzz: deps
 	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_CXX_COMPILER=clang++ -DINFERD_FUZZ=ON
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
-	FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --test-dir $(FUZZ_DIR) --output-on-failure -R '^fuzz_'
+	FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --test-dir $(FUZZ_DIR) --output-on-failure -j $(JOBS) \
+	  -R '^fuzz_'
 
 # ThreadSanitizer: the scheduler and front-end tests (unit tests and the gRPC
 # C++ end-to-end tests, which run inferd in process).
