@@ -7,6 +7,8 @@
 #include <mutex>
 #include <set>
 
+#include "core/classification.h"
+
 namespace inferd {
 
 namespace {
@@ -239,6 +241,9 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run, Status status) {
       }
     }
   }
+  // The classification extension applies to an ensemble's outputs as to any model's.
+  if (status.ok()) status = ApplyClassification(spec_, *pending->request, *response);
+  if (!status.ok()) response.reset();
   const auto now = ctx_.clock->Now();
   if (ctx_.stats) {
     if (status.ok()) {

@@ -83,6 +83,17 @@ class EnsembleTest(ServerTestCase):
         self.assertOk(r)
         self.assertEqual([o["name"] for o in r.json()["outputs"]], ["TWO_B"])
 
+    def test_classification_of_an_ensemble_output(self):
+        b = [3 * x + 1 for x in range(16)]
+        req = self.request(list(range(16)), b)
+        req["outputs"] = [{"name": "TWO_B", "parameters": {"classification": 2}}]
+        r = self.client.infer("pipeline", req)
+        self.assertOk(r)
+        out = r.json()["outputs"][0]
+        self.assertEqual(out["datatype"], "BYTES")
+        self.assertEqual(out["shape"], [1, 2])
+        self.assertEqual(out["data"], ["%d:15" % (2 * b[15]), "%d:14" % (2 * b[14])])
+
     def test_step_error_comes_back_to_the_caller(self):
         r = self.client.infer("string_pipeline",
                               self.request(["x"] * 16, ["1"] * 16, dtype="BYTES"))
