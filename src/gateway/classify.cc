@@ -39,7 +39,7 @@ std::string BytesElement(std::string_view data) {
   std::string out(4 + data.size(), '\0');
   const uint32_t n = static_cast<uint32_t>(data.size());
   for (int i = 0; i < 4; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-  std::memcpy(out.data() + 4, data.data(), data.size());
+  if (!data.empty()) std::memcpy(out.data() + 4, data.data(), data.size());
   return out;
 }
 
