@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "inferd/client/client.h"
 #include "inferd/client/http_client.h"
 #include "latency_stats.h"
 #include "perf_shm.h"
@@ -329,6 +330,30 @@ struct ServerStats {
   uint64_t success = 0, queue_ns = 0, input_ns = 0, infer_ns = 0, output_ns = 0;
   uint64_t inferences = 0, executions = 0;
 };
+
+// The model's inputs as the HTTP metadata JSON that BuildInputs reads.
+std::string MetadataJson(const client::ModelMetadata& md) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("inputs");
+  w.StartArray();
+  for (const auto& t : md.inputs) {
+    w.StartObject();
+    w.Key("name");
+    w.String(t.name.c_str());
+    w.Key("datatype");
+    w.String(t.datatype.c_str());
+    w.Key("shape");
+    w.StartArray();
+    for (int64_t d : t.shape) w.Int64(d);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return buf.GetString();
+}
 
 ServerStats FetchStats(client::HttpClient& http, const Options& o) {
   ServerStats s;
@@ -656,26 +681,32 @@ void Report(const Options& o, const std::vector<LevelResult>& results) {
 int main(int argc, char** argv) {
   using namespace inferd::perf;
   const Options o = Parse(argc, argv);
-  // Statistics and metadata always come over HTTP (the gRPC URL's host with
-  // port 8000 unless the HTTP URL is given).
+  // Metadata comes over the protocol under test; the server-side statistics
+  // over HTTP (for gRPC: the gRPC URL's host with port 8000, or
+  // INFER_PERF_HTTP_URL), and are left out of the report when unreachable.
   std::string http_url = o.url;
   if (o.protocol == "grpc") {
     http_url = o.url.substr(0, o.url.rfind(':')) + ":8000";
     if (const char* e = std::getenv("INFER_PERF_HTTP_URL")) http_url = e;
   }
   inferd::client::HttpClient http(http_url);
-  inferd::client::HttpResponse md;
-  std::string path = "/v2/models/" + o.model;
-  if (!o.version.empty()) path += "/versions/" + o.version;
-  auto st = http.Get(path, md);
-  if (!st.ok || md.status != 200) {
-    std::cerr << "infer-perf: cannot get metadata of model '" << o.model << "' from " << http_url
-              << ": " << (st.ok ? md.body : st.message) << "\n";
-    return 1;
+  std::string metadata_json;
+  {
+    std::string error;
+    auto client = inferd::client::MakeClient(o.protocol, o.url, error);
+    inferd::client::ModelMetadata md;
+    inferd::client::ClientStatus st;
+    if (client) st = client->GetModelMetadata(o.model, o.version, md);
+    if (!client || !st.ok) {
+      std::cerr << "infer-perf: cannot get metadata of model '" << o.model << "' from " << o.url
+                << ": " << (client ? st.message : error) << "\n";
+      return 1;
+    }
+    metadata_json = MetadataJson(md);
   }
   std::vector<inferd::client::Tensor> inputs;
   try {
-    inputs = BuildInputs(o, md.body);
+    inputs = BuildInputs(o, metadata_json);
   } catch (const std::exception& e) {
     std::cerr << "infer-perf: " << e.what() << "\n";
     return 1;
