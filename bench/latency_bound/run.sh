@@ -70,7 +70,7 @@ measure() {  # measure MODEL INTERVAL_MS OFFLINE_CONCURRENCIES MAX_BATCH
     $FRACTIONS > "$TMP/$model-ideal.json"
   ideal=$(json_field "$TMP/$model-ideal.json" "d['best_fraction']")
   rel=$(/usr/bin/python3 -c "print('n/a' if $ideal == 0 else f'{$frac/$ideal:.2f}')")
-  IDEAL_DETAIL+="| $model | $(json_field "$TMP/$model-ideal.json" "' | '.join(str(round(v/1000)) for v in d['p99_us'].values())") |"$'\n'
+  IDEAL_DETAIL+="| $model | $(printf %.1f "$(/usr/bin/python3 -c "print($single/1000)")") | $(printf %.1f "$tmax") | $(json_field "$TMP/$model-ideal.json" "' | '.join(str(round(v/1000)) for v in d['p99_us'].values())") |"$'\n'
   echo "$model: single-request latency $single us, best offline $tmax/s, highest rate under bound $best_rate/s = $frac (ideal server: $ideal)"
   ROWS+="| $model | $(printf %.1f "$(/usr/bin/python3 -c "print($single/1000)")") | $(printf %.1f "$tmax") | $best_rate | **$frac** | $ideal | **$rel** |"$'\n'
 }
