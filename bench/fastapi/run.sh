@@ -19,7 +19,7 @@ cp -r "$MODELS/simple" "$TMP/models/simple"
 # inferd at its best setting on this host as bench/backends measures it: one
 # single-threaded libtorch instance per core, dynamic batching (FastAPI's thread pool
 # likewise runs several requests at once).
-sed -e "s/count: 1/count: $HW/" "$MODELS/resnet18/config.pbtxt" > "$TMP/models/resnet18/config.pbtxt"
+sed -e "s/count: 1 }/count: $HW }/" "$MODELS/resnet18/config.pbtxt" > "$TMP/models/resnet18/config.pbtxt"
 echo 'parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "1" } }' \
   >> "$TMP/models/resnet18/config.pbtxt"
 ln -s "$MODELS/resnet18/1/model.pt" "$TMP/models/resnet18/1/model.pt"
@@ -81,8 +81,8 @@ The peer, \`bench/fastapi/server.py\`: FastAPI $(/usr/bin/python3 -c "import fas
 $(/usr/bin/python3 -c "import torch; print(torch.__version__)"), one process, the same \`model.pt\` run under \`torch.inference_mode()\` in
 FastAPI's thread pool, \`simple\` as numpy add/sub; it decodes and encodes the same KServe v2
 binary-tensor requests and responses. inferd serves the example repository's configs
-(\`resnet18\`: the example config with one single-threaded libtorch instance per core, inferd's
-best setting in the backends benchmark). Load:
+(\`resnet18\`: the example config with one single-threaded libtorch instance per core, the
+setting that came out best in the backends benchmark on this host). Load:
 \`infer-perf\`, batch-1 requests, one keep-alive connection per concurrent client.
 
 | model | concurrency | inferd (infer/s) | FastAPI (infer/s) | ratio | inferd p99 (ms) | FastAPI p99 (ms) |

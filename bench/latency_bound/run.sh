@@ -43,6 +43,7 @@ measure() {  # measure MODEL INTERVAL_MS OFFLINE_CONCURRENCIES MAX_BATCH
   perf "$TMP/$model-c1.json" -m "$model" --concurrency-range 1 --measurement-interval "$interval"
   local single
   single=$(json_field "$TMP/$model-c1.json" "d['results'][0]['latency_p50_us']")
+  eval "SINGLE_$model=$single"
   local tmax=0 t
   for c in $offline; do
     perf "$TMP/$model-o$c.json" -m "$model" --concurrency-range "$c" --measurement-interval "$interval"
@@ -81,6 +82,15 @@ IDEAL_DETAIL=""
 measure delay 2000 "32 64 128" 32
 measure resnet18 4000 "1 8 32" "$(sed -n 's/^max_batch_size: *\([0-9]*\).*/\1/p' "$MODELS/resnet18/config.pbtxt")"
 
+# The ideal server's ceiling against the max batch, for a cost flat in the batch
+# size as `delay`'s is (one execution of the measured single latency serves up to B).
+CEILINGS=""
+for b in 8 16 32 64; do
+  CEILINGS+="$([ -n "$CEILINGS" ] && echo ", ")$(/usr/bin/python3 "$ROOT/bench/latency_bound/ideal.py" \
+    "$SINGLE_delay" "$(/usr/bin/python3 -c "print($b / ($SINGLE_delay / 1e6))")" "$b" \
+    "$(/usr/bin/python3 -c "print($BOUND * $SINGLE_delay)")" $FRACTIONS 0.95 |
+    /usr/bin/python3 -c "import json, sys; print(json.load(sys.stdin)['best_fraction'])") at $b"
+done
 HEAD="| model | single latency (ms) | best offline (infer/s) |"; SEP="| --- | --- | --- |"
 for f in $FRACTIONS; do HEAD+=" p99 at $f (ms) |"; SEP+=" --- |"; done
 /usr/bin/python3 "$ROOT/bench/lib/update_perf_doc.py" latency_bound <<DOC
@@ -118,8 +128,8 @@ $IDEAL_DETAIL
 Goal: a fraction ≥ 0.9. Whether any server can reach it depends on how a batch's cost grows
 with its size, which the ideal server's table shows. Where a batch costs about what one request
 costs (\`delay\`, or a network on a GPU), bursts are absorbed by larger batches, and the larger
-the max batch the closer the ceiling gets to 1 (ideal.py at 10 ms per execution: 0.8 at max batch
-8, 0.9 at 16, 0.95 at 32 and above). Where a batch of b costs b times one request (resnet18 on
+the max batch the closer the ceiling gets to 1 (ideal.py at \`delay\`'s single latency, by max
+batch: $CEILINGS). Where a batch of b costs b times one request (resnet18 on
 this 2-core CPU) the server is a single queue with a fixed service time, and at 90% of capacity
 Poisson bursts alone make the p99 wait several service times, so no server reaches the bound even
 at 0.3 of capacity. The ideal server's column is the reachable ceiling; "inferd / ideal" is how
