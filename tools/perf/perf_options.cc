@@ -1,0 +1,154 @@
+#include "perf_options.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+namespace inferd::perf {
+namespace {
+
+[[noreturn]] void Usage(const std::string& error) {
+  if (!error.empty()) std::cerr << "infer-perf: " << error << "\n\n";
+  std::cerr << R"(Usage: infer-perf -m MODEL [options]
+  -m MODEL                       model name (required)
+  -x VERSION                     model version (default: latest)
+  -u HOST:PORT                   server (default localhost:8000; gRPC: localhost:8001)
+  -i http|grpc                   protocol (default http)
+  -b N                           client batch size (default 1)
+  --concurrency-range S[:E[:D]]  closed loop: S..E outstanding requests, step D (default 1)
+  --request-rate-range S[:E[:D]] open loop: S..E requests per second, step D
+  --request-distribution constant|poisson   arrivals in rate mode (default constant)
+  --measurement-interval MS      window length (default 5000)
+  --percentile P                 stabilise on the P-th latency percentile (default: average)
+  --stability-percentage PCT     windows must agree within PCT% (default 10)
+  --max-trials N                 windows per level before giving up on stability (default 10)
+  --warmup-ms MS                 warm-up before measuring (default: one window)
+  --max-threads N                workers in rate mode (default 64)
+  --input-data random|zero|FILE  input values; FILE is JSON {"data":[{"INPUT0":[...]}]}
+  --shape NAME:D1,D2             shape (without batch) for inputs with variable dims
+  --streaming                    gRPC bidirectional streaming
+  -f FILE                        write a CSV of the results
+  --json                         print the results as JSON on stdout
+  --plot FILE.png|FILE.svg       latency against throughput through gnuplot
+  --shared-memory none|system    system: inputs and outputs in a POSIX shared-memory region
+                                 registered with the server (needs --allow-client-shm=true)
+  --output-shared-memory-size B  bytes per output in the region (default: the largest output
+                                 of one probe request)
+)";
+  std::exit(2);
+}
+
+void ParseRange(const std::string& s, double& a, double& b, double& step) {
+  std::vector<double> parts;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ':')) parts.push_back(std::stod(item));
+  if (parts.empty() || parts.size() > 3) Usage("bad range '" + s + "'");
+  a = parts[0];
+  b = parts.size() > 1 ? parts[1] : a;
+  step = parts.size() > 2 ? parts[2] : 1;
+  if (a <= 0 || b < a || step <= 0) Usage("bad range '" + s + "'");
+}
+
+}  // namespace
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
+  bool url_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string v;
+    if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    }
+    auto value = [&]() -> std::string {
+      if (!v.empty()) return v;
+      if (i + 1 >= argc) Usage("flag " + a + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (a == "-m")
+        o.model = value();
+      else if (a == "-x")
+        o.version = value();
+      else if (a == "-u") {
+        o.url = value();
+        url_set = true;
+      } else if (a == "-i")
+        o.protocol = value();
+      else if (a == "-b")
+        o.batch = std::stoi(value());
+      else if (a == "--concurrency-range") {
+        double s, e, d;
+        ParseRange(value(), s, e, d);
+        o.c_start = int(s);
+        o.c_end = int(e);
+        o.c_step = int(d);
+      } else if (a == "--request-rate-range") {
+        ParseRange(value(), o.r_start, o.r_end, o.r_step);
+        o.rate_mode = true;
+      } else if (a == "--request-distribution") {
+        const std::string d = value();
+        if (d != "constant" && d != "poisson")
+          Usage("--request-distribution must be constant or poisson");
+        o.poisson = d == "poisson";
+      } else if (a == "--measurement-interval" || a == "-p")
+        o.interval_ms = std::stoi(value());
+      else if (a == "--percentile")
+        o.percentile = std::stod(value());
+      else if (a == "--stability-percentage" || a == "-s")
+        o.stability = std::stod(value()) / 100;
+      else if (a == "--max-trials" || a == "-r")
+        o.max_trials = std::stoi(value());
+      else if (a == "--warmup-ms")
+        o.warmup_ms = std::stoi(value());
+      else if (a == "--max-threads")
+        o.max_threads = std::stoi(value());
+      else if (a == "--input-data")
+        o.input_data = value();
+      else if (a == "--shape") {
+        const std::string s = value();
+        const auto colon = s.find(':');
+        if (colon == std::string::npos) Usage("--shape needs NAME:D1,D2");
+        std::vector<int64_t> dims;
+        std::stringstream ss(s.substr(colon + 1));
+        std::string d;
+        while (std::getline(ss, d, ',')) dims.push_back(std::stoll(d));
+        o.shapes[s.substr(0, colon)] = dims;
+      } else if (a == "--streaming")
+        o.streaming = true;
+      else if (a == "-f")
+        o.csv = value();
+      else if (a == "--json")
+        o.json = true;
+      else if (a == "--plot")
+        o.plot = value();
+      else if (a == "--shared-memory") {
+        o.shared_memory = value();
+        if (o.shared_memory != "none" && o.shared_memory != "system")
+          Usage("--shared-memory must be none or system");
+      } else if (a == "--output-shared-memory-size")
+        o.output_shm_size = std::stoull(value());
+      else if (a == "-h" || a == "--help")
+        Usage("");
+      else
+        Usage("unknown flag '" + a + "'");
+    } catch (const std::invalid_argument&) {
+      Usage("flag " + a + " needs a number");
+    } catch (const std::out_of_range&) {
+      Usage("flag " + a + " is out of range");
+    }
+  }
+  if (o.model.empty()) Usage("-m MODEL is required");
+  if (o.protocol != "http" && o.protocol != "grpc") Usage("-i must be http or grpc");
+  if (o.protocol == "grpc" && !url_set) o.url = "localhost:8001";
+  if (o.streaming && o.protocol != "grpc") Usage("--streaming needs -i grpc");
+  if (o.batch < 1 || o.interval_ms < 100 || o.percentile < 0 || o.percentile > 100) {
+    Usage("bad -b, --measurement-interval or --percentile");
+  }
+  if (o.warmup_ms < 0) o.warmup_ms = o.interval_ms;
+  return o;
+}
+
+}  // namespace inferd::perf
