@@ -107,12 +107,6 @@ class GrpcShmTest : public GrpcServerTest {
     UseRegion(o1, "io", 192, 64);
     return req;
   }
-
-  void ExpectInvalid(const ModelInferRequest& request, const std::string& needle) {
-    ModelInferResponse r;
-    EXPECT_TRUE(HasError(Infer(request, &r), StatusCode::INVALID_ARGUMENT, needle));
-    ExpectStillServing();
-  }
 };
 
 TEST_F(GrpcShmTest, RegisterStatusUnregister) {

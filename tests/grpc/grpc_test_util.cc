@@ -215,4 +215,11 @@ void GrpcServerTest::ExpectStillServing() {
   ExpectSimpleResponse(response, 2);
 }
 
+void GrpcServerTest::ExpectRejected(const ModelInferRequest& request, grpc::StatusCode code,
+                                    const std::string& needle) {
+  ModelInferResponse r;
+  EXPECT_TRUE(HasError(Infer(request, &r), code, needle));
+  ExpectStillServing();
+}
+
 }  // namespace inferd::testing

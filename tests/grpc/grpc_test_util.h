@@ -77,6 +77,13 @@ class GrpcServerTest : public ::testing::Test {
   static grpc::Status Infer(const ModelInferRequest& request, ModelInferResponse* response);
   // A good request still succeeds (after an error case).
   static void ExpectStillServing();
+  // Expects `request` to fail with `code` and a message containing `needle`,
+  // then that the server still serves.
+  static void ExpectRejected(const ModelInferRequest& request, grpc::StatusCode code,
+                             const std::string& needle);
+  static void ExpectInvalid(const ModelInferRequest& request, const std::string& needle) {
+    ExpectRejected(request, grpc::StatusCode::INVALID_ARGUMENT, needle);
+  }
 
  protected:
   static TempRepository* repo_;
