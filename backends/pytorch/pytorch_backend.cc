@@ -21,7 +21,12 @@
 // COMPUTE_PRECISION (fp32, the default; fp16 or bf16: the module's floating
 // parameters and floating inputs are converted, outputs converted back to
 // the config's datatype), CHANNELS_LAST (default false: 4-d parameters and
-// inputs in channels-last layout, which cuDNN's convolutions prefer).
+// inputs in channels-last layout, which cuDNN's convolutions prefer),
+// OPTIMIZE_FOR_INFERENCE (default false: true freezes each instance's module
+// and runs libtorch's optimize_for_inference passes on it at load: folded
+// batch norms and, on CPU, oneDNN convolutions with prepacked weights; the
+// module's attributes become constants and only forward() is kept, which is
+// why it is not the default).
 //
 // GPUs: an instance of a KIND_GPU group loads the module onto its device
 // and runs on a CUDA stream of its own (device_stream.h), so instances on
@@ -73,6 +78,7 @@ class PyTorchModel {
         static_cast<int>(IntParameter(info, "INTRA_OP_THREAD_COUNT", per_instance, 1, 1024));
     inference_mode_ = BoolParameter(info, "INFERENCE_MODE", true);
     channels_last_ = BoolParameter(info, "CHANNELS_LAST", false);
+    optimize_ = BoolParameter(info, "OPTIMIZE_FOR_INFERENCE", false);
     if (const char* p = FindParameter(info, "COMPUTE_PRECISION")) {
       const std::string v = p;
       if (v == "fp16") {
@@ -105,6 +111,7 @@ class PyTorchModel {
   int intra_threads() const { return intra_threads_; }
   bool inference_mode() const { return inference_mode_; }
   bool channels_last() const { return channels_last_; }
+  bool optimize() const { return optimize_; }
   std::optional<at::ScalarType> compute_type() const { return compute_type_; }
   const std::vector<Binding>& inputs() const { return inputs_; }  // in forward() order
   const std::vector<Binding>& outputs() const { return outputs_; }
@@ -192,6 +199,7 @@ class PyTorchModel {
   int intra_threads_ = 1;
   bool inference_mode_ = true;
   bool channels_last_ = false;
+  bool optimize_ = false;
   std::optional<at::ScalarType> compute_type_;  // fp16/bf16 execution
   std::optional<torch::jit::Module> first_;
   std::vector<Binding> inputs_, outputs_;
@@ -226,6 +234,12 @@ class PyTorchInstance {
       for (at::Tensor p : module_.parameters()) {
         if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
       }
+    }
+    if (model.optimize()) {
+      module_ = Optimize(module_, model.path());
+      Host().log(INFERD_LOG_INFO, ("pytorch: model '" + model.name() + "' instance '" + info.name +
+                                   "': frozen and optimized for inference")
+                                      .c_str());
     }
     if (stream_) stream_->Synchronize();
   }

@@ -1,8 +1,10 @@
 // Helpers of the pytorch backend that know libtorch but not the backend's
 // model or instance classes: datatype mapping, error-message trimming, the
-// `<name>__<index>` naming convention, and loading a TorchScript module.
+// `<name>__<index>` naming convention, loading a TorchScript module and
+// optimizing it for inference.
 // Threading: all are pure functions (LoadModule reads the bytes given).
-// Errors: ReadFile and LoadModule throw BackendError (backend_util.h).
+// Errors: ReadFile, LoadModule and Optimize throw BackendError
+// (backend_util.h).
 #pragma once
 
 #include <torch/script.h>
@@ -98,6 +100,18 @@ inline torch::jit::Module LoadModule(const std::string& bytes, const std::string
     return m;
   } catch (const c10::Error& e) {
     ThrowInvalidArgument("cannot load TorchScript model '" + path + "': " + TorchMessage(e));
+  }
+}
+
+// The module frozen and rewritten by libtorch's optimize_for_inference
+// (which freezes first: the module must be in eval mode, as LoadModule
+// leaves it). Only forward() survives.
+inline torch::jit::Module Optimize(torch::jit::Module& module, const std::string& path) {
+  try {
+    return torch::jit::optimize_for_inference(module);
+  } catch (const c10::Error& e) {
+    ThrowInvalidArgument("OPTIMIZE_FOR_INFERENCE: libtorch cannot optimize '" + path +
+                         "': " + TorchMessage(e));
   }
 }
 

@@ -69,7 +69,8 @@ class BackendsTest(ServerTestCase):
                     os.symlink(os.path.join(d, f), os.path.join(backends, f))
         cls.SERVER_ARGS = ["--backend-directory", backends, "--model-control-mode=explicit"] + \
             ["--load-model=" + m for m in SERVED + ["broken_pt", "broken_onnx", "digits_any",
-                                                     "wrong_abi", "missing_backend", "digits_gpu"] +
+                                                     "wrong_abi", "missing_backend", "digits_gpu",
+                                                     "resnet18_optimized", "digits_bad_optimize"] +
              ["simple_pytorch_" + t.lower() for t in TYPED]]
 
         repo = os.path.join(root, "models")
@@ -87,6 +88,20 @@ class BackendsTest(ServerTestCase):
             """instance_group [ { kind: KIND_GPU gpus: [ 0 ] count: 2 } ]
             parameters { key: "COMPUTE_PRECISION" value { string_value: "fp16" } }"""))
         shutil.copy(digits_pt, os.path.join(repo, "digits_gpu", "1", "model.pt"))
+        # resnet18 frozen and optimized for inference at load, batching; and a bad value.
+        write_model(repo, "resnet18_optimized", model_config(
+            "resnet18_optimized", "pytorch", [("input", "TYPE_FP32", (3, 224, 224))],
+            [("logits", "TYPE_FP32", (1000,))], 8,
+            """dynamic_batching { max_queue_delay_microseconds: 20000 }
+            instance_group [ { kind: KIND_CPU count: 1 } ]
+            parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "true" } }"""))
+        os.symlink(os.path.join(EXAMPLES, "resnet18", "1", "model.pt"),
+                   os.path.join(repo, "resnet18_optimized", "1", "model.pt"))
+        write_model(repo, "digits_bad_optimize", model_config(
+            "digits_bad_optimize", "pytorch", [("image", "TYPE_FP32", (1, 8, 8))],
+            [("probabilities", "TYPE_FP32", (10,))], 8,
+            'parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "maybe" } }'))
+        shutil.copy(digits_pt, os.path.join(repo, "digits_bad_optimize", "1", "model.pt"))
         for name, backend, fname in (("broken_pt", "pytorch", "model.pt"),
                                      ("broken_onnx", "onnxruntime", "model.onnx")):
             write_model(repo, name, model_config(
@@ -210,6 +225,52 @@ class BackendsTest(ServerTestCase):
             self.assertEqual(max(range(1000), key=ra.__getitem__),
                              max(range(1000), key=rb.__getitem__))
         self.assertIn("rewired", "\n".join(self.server.log()))
+
+    def resnet18_logits(self, model, values, rows):
+        req, blobs = fp32_request("input", [rows, 3, 224, 224], values, ["logits"])
+        resp = self.client.infer(model, req, blobs=blobs)
+        self.assertOk(resp, model)
+        header, outputs = parse_infer_response(resp)
+        self.assertEqual(header["outputs"][0]["shape"], [rows, 1000])
+        return unpack("FP32", outputs["logits"])
+
+    def test_optimize_for_inference_agrees_with_the_module_as_saved(self):
+        rng = random.Random(1)
+        values = [rng.uniform(-1, 1) for _ in range(3 * 3 * 224 * 224)]
+        plain = self.resnet18_logits("resnet18", values, 3)
+        scale = max(abs(x) for x in plain)
+        # One request of three rows, then three concurrent one-row requests that the dynamic
+        # batcher may join: the optimized graph takes any batch size.
+        optimized = [self.resnet18_logits("resnet18_optimized", values, 3)]
+        row = 3 * 224 * 224
+        results = [None] * 3
+
+        def one(i):
+            results[i] = self.resnet18_logits("resnet18_optimized",
+                                              values[i * row:(i + 1) * row], 1)
+
+        ts = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        self.assertTrue(all(r is not None for r in results))
+        optimized.append([v for r in results for v in r])
+        for got in optimized:
+            for i in range(0, 3000, 11):
+                self.assertAlmostEqual(plain[i], got[i], delta=1e-4 * scale + 1e-5,
+                                       msg="logit %d" % i)
+        log = "\n".join(self.server.log())
+        self.assertIn("model 'resnet18_optimized' instance", log)
+        self.assertIn("frozen and optimized for inference", log)
+        self.assertNotIn("model 'resnet18' instance", log)
+
+    def test_a_bad_optimize_for_inference_value_is_named(self):
+        state = self.index()["digits_bad_optimize"]
+        self.assertEqual(state["state"], "UNAVAILABLE", state)
+        self.assertIn("parameter 'OPTIMIZE_FOR_INFERENCE' must be true or false, got 'maybe'",
+                      state["reason"])
+        self.infer_probabilities("digits", self.digits["images"][:1])
 
     def test_broken_model_files_are_unavailable_while_the_others_serve(self):
         idx = self.index()
