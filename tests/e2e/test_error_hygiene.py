@@ -26,6 +26,11 @@ class ErrorHygieneTest(unittest.TestCase):
         harness.write_model(cls.repo, "broken", 'name: "broken"\nbackend: "no_such_backend"\n'
                             'input [ { name: "I" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
                             'output [ { name: "O" data_type: TYPE_FP32 dims: [ 1 ] } ]\n')
+        # A model file libtorch refuses: its load error names the file's path.
+        harness.write_model(cls.repo, "broken_file", 'name: "broken_file"\nbackend: "pytorch"\n'
+                            'input [ { name: "I" data_type: TYPE_FP32 dims: [ 1 ] } ]\n'
+                            'output [ { name: "O" data_type: TYPE_FP32 dims: [ 1 ] } ]\n',
+                            files={"1/model.pt": "this is not a model\n"})
         cls.pb = secure_util.grpc_messages(os.path.join(cls.tmp, "gen")) if grpc else None
         cls.server = secure_util.start_server(
             [cls.repo], ["--model-control-mode=explicit", "--load-model=simple",
@@ -83,6 +88,47 @@ class ErrorHygieneTest(unittest.TestCase):
         for entry in r.json():
             self.assertNotIn(self.repo, entry.get("reason", ""))
             self.assertNotIn(os.path.dirname(harness.INFERD_BIN), entry.get("reason", ""))
+
+    def server_paths(self):
+        return (self.repo, os.path.realpath(self.repo), harness.REPO_ROOT,
+                os.path.dirname(harness.INFERD_BIN))
+
+    def test_failed_model_errors_hide_server_paths(self):
+        # Every place the load failure is repeated: the load answer, the index, and what
+        # inference and metadata requests for the model get afterwards, over HTTP and gRPC.
+        r = self.client.post("/v2/repository/models/broken_file/load")
+        self.assertEqual(r.status // 100, 4, r)
+        messages = [r.json()["error"]]
+        self.assertIn("cannot load TorchScript model", messages[0])
+        self.assertIn("<server path>", messages[0])
+        index = self.client.post("/v2/repository/index").json()
+        messages += [e.get("reason", "") for e in index if e["name"] == "broken_file"]
+        r = self.client.post_json("/v2/models/broken_file/infer",
+                                  {"inputs": [{"name": "I", "shape": [1, 1], "datatype": "FP32",
+                                               "data": [1.0]}]})
+        self.assertGreaterEqual(r.status, 400, r)
+        messages.append(r.json()["error"])
+        for path in ("/v2/models/broken_file", "/v2/models/broken_file/ready",
+                     "/v2/models/broken_file/config"):
+            r = self.client.get(path)
+            messages.append(r.body.decode(errors="replace"))
+        if grpc is not None:
+            pb = self.pb
+            channel = grpc.insecure_channel("127.0.0.1:%d" % self.server.grpc_port)
+            call = channel.unary_unary(
+                "/inference.GRPCInferenceService/ModelInfer",
+                request_serializer=pb.ModelInferRequest.SerializeToString,
+                response_deserializer=pb.ModelInferResponse.FromString)
+            req = pb.ModelInferRequest(model_name="broken_file")
+            t = req.inputs.add(name="I", datatype="FP32", shape=[1, 1])
+            t.contents.fp32_contents.append(1.0)
+            with self.assertRaises(grpc.RpcError) as e:
+                call(req, timeout=10)
+            messages.append(e.exception.details())
+            channel.close()
+        for msg in messages:
+            for path in self.server_paths():
+                self.assertNotIn(path, msg)
 
     @unittest.skipIf(grpc is None, "python3-grpcio is not installed")
     def test_grpc_long_names_truncated(self):
