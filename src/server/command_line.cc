@@ -80,6 +80,11 @@ gRPC
                                  largest message, also after decompression (default 67108864)
   --grpc-max-concurrent-streams=<n>
                                  HTTP/2 concurrent streams per connection (default 128)
+  --grpc-idle-timeout-secs=<s>   close a connection with no call in flight for this long
+                                 (default 60; clients reconnect on their next call)
+  --grpc-handshake-timeout-secs=<s>
+                                 drop a connection that has not finished its TLS handshake and
+                                 HTTP/2 preface within this (default 10)
   --grpc-use-ssl=<bool>          serve gRPC over TLS (default false)
   --grpc-server-cert=<path>      PEM certificate chain for gRPC TLS
   --grpc-server-key=<path>       PEM private key for gRPC TLS
@@ -236,6 +241,8 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
        }},
       {"grpc-max-message-size", integer(cl.grpc.max_message_bytes, 1024, INT_MAX)},
       {"grpc-max-concurrent-streams", integer(cl.grpc.max_concurrent_streams, 1, INT_MAX)},
+      {"grpc-idle-timeout-secs", integer(cl.grpc.idle_timeout_secs, 1, 86400)},
+      {"grpc-handshake-timeout-secs", integer(cl.grpc.handshake_timeout_secs, 1, 86400)},
       {"http-use-ssl", boolean(cl.http.tls.enabled)},
       {"http-server-cert", string(cl.http.tls.cert_file)},
       {"http-server-key", string(cl.http.tls.key_file)},

@@ -284,26 +284,109 @@ class GrpcLimitsTest(unittest.TestCase):
         # The server's first HTTP/2 SETTINGS frame carries SETTINGS_MAX_CONCURRENT_STREAMS (0x3).
         s = socket.create_connection(("127.0.0.1", self.server.grpc_port), timeout=5)
         try:
-            s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\0\0\0\x04\0\0\0\0\0")
-            buf = b""
+            s.sendall(H2_PREFACE + H2_EMPTY_SETTINGS)
             settings = None
-            while settings is None:
-                while len(buf) < 9:
-                    chunk = s.recv(4096)
-                    self.assertTrue(chunk, "connection closed before SETTINGS")
-                    buf += chunk
-                length = int.from_bytes(buf[:3], "big")
-                ftype, flags = buf[3], buf[4]
-                while len(buf) < 9 + length:
-                    buf += s.recv(4096)
-                payload, buf = buf[9:9 + length], buf[9 + length:]
+            for ftype, flags, payload in h2_frames(s):
                 if ftype == 4 and not flags & 1:
                     settings = {struct.unpack(">H", payload[i:i + 2])[0]:
                                 struct.unpack(">I", payload[i + 2:i + 6])[0]
                                 for i in range(0, len(payload), 6)}
+                    break
         finally:
             s.close()
+        self.assertIsNotNone(settings, "connection closed before SETTINGS")
         self.assertEqual(settings.get(3), 7, settings)
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+H2_EMPTY_SETTINGS = b"\0\0\0\x04\0\0\0\0\0"
+
+
+def h2_frames(sock):
+    """(type, flags, payload) of each HTTP/2 frame the server sends, until it closes."""
+    buf = b""
+    while True:
+        while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                return
+            buf += chunk
+        length = int.from_bytes(buf[:3], "big")
+        yield buf[3], buf[4], buf[9:9 + length]
+        buf = buf[9 + length:]
+
+
+def closed_within(sock, seconds):
+    """Seconds until the server closed `sock` (reading and discarding), or None."""
+    start = time.monotonic()
+    sock.settimeout(0.2)
+    while time.monotonic() - start < seconds:
+        try:
+            if not sock.recv(65536):
+                return time.monotonic() - start
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            return time.monotonic() - start
+    return None
+
+
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class GrpcConnectionTimeoutsTest(unittest.TestCase):
+    """gRPC 1.51 cannot cap its connections; these bound how long one holds a descriptor."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="inferd-limits-")
+        repo = build_repo(cls.tmp)
+        cls.pb = secure_util.grpc_messages(os.path.join(cls.tmp, "gen"))
+        cls.server = secure_util.start_server(
+            [repo], ["--grpc-idle-timeout-secs", "1", "--grpc-handshake-timeout-secs", "1"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def connect(self):
+        s = socket.create_connection(("127.0.0.1", self.server.grpc_port), timeout=5)
+        self.addCleanup(s.close)
+        return s
+
+    def live(self, channel):
+        pb = self.pb
+        return secure_util.unary(channel, "ServerLive", pb.ServerLiveRequest(),
+                                 pb.ServerLiveResponse, timeout=10).live
+
+    def test_a_silent_connection_is_dropped_after_the_handshake_timeout(self):
+        # gRPC's own default would keep it for 120 s.
+        self.assertIsNotNone(closed_within(self.connect(), 8), "silent connection kept open")
+
+    def test_a_partial_preface_is_dropped_after_the_handshake_timeout(self):
+        s = self.connect()
+        s.sendall(H2_PREFACE[:10])
+        self.assertIsNotNone(closed_within(s, 8), "connection with half a preface kept open")
+
+    def test_an_idle_connection_gets_goaway_and_the_client_reconnects(self):
+        s = self.connect()
+        s.sendall(H2_PREFACE + H2_EMPTY_SETTINGS)
+        s.settimeout(8)
+        start = time.monotonic()
+        kinds = []
+        for ftype, _, _ in h2_frames(s):
+            kinds.append(ftype)
+            if ftype == 7:  # GOAWAY
+                break
+        self.assertIn(7, kinds, "no GOAWAY on an idle connection (frames: %s)" % kinds)
+        self.assertLess(time.monotonic() - start, 8)
+        # A client's channel outlives the server closing its idle connection.
+        channel = grpc.insecure_channel("127.0.0.1:%d" % self.server.grpc_port)
+        try:
+            self.assertTrue(self.live(channel))
+            time.sleep(2.5)
+            self.assertTrue(self.live(channel))
+        finally:
+            channel.close()
 
 
 if __name__ == "__main__":

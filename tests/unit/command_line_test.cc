@@ -33,14 +33,27 @@ TEST(CommandLineTest, ErrorsNameTheFlag) {
 }
 
 TEST(CommandLineTest, HardeningFlags) {
-  auto cl = ParseCommandLine(
-      {"--model-repository=/m", "--http-max-header-size=4096", "--http-max-chunks=9",
-       "--http-max-connections=7", "--http-header-timeout-secs=3", "--http-body-timeout-secs=4",
-       "--http-max-json-depth=12", "--max-request-inputs=5", "--max-request-outputs=6",
-       "--max-bytes-elements=100", "--grpc-max-message-size=2048",
-       "--grpc-max-concurrent-streams=3", "--http-use-ssl-mutual=true", "--http-root-cert=/ca",
-       "--grpc-use-ssl=true", "--grpc-server-cert=/c", "--grpc-server-key=/k",
-       "--http-restricted-api=statistics:k=v", "--grpc-restricted-protocol=health:K=v"});
+  auto cl = ParseCommandLine({"--model-repository=/m",
+                              "--http-max-header-size=4096",
+                              "--http-max-chunks=9",
+                              "--http-max-connections=7",
+                              "--http-header-timeout-secs=3",
+                              "--http-body-timeout-secs=4",
+                              "--http-max-json-depth=12",
+                              "--max-request-inputs=5",
+                              "--max-request-outputs=6",
+                              "--max-bytes-elements=100",
+                              "--grpc-max-message-size=2048",
+                              "--grpc-max-concurrent-streams=3",
+                              "--grpc-idle-timeout-secs=8",
+                              "--grpc-handshake-timeout-secs=9",
+                              "--http-use-ssl-mutual=true",
+                              "--http-root-cert=/ca",
+                              "--grpc-use-ssl=true",
+                              "--grpc-server-cert=/c",
+                              "--grpc-server-key=/k",
+                              "--http-restricted-api=statistics:k=v",
+                              "--grpc-restricted-protocol=health:K=v"});
   ASSERT_TRUE(cl.ok()) << cl.status().message();
   EXPECT_EQ(cl->http.max_header_bytes, 4096u);
   EXPECT_EQ(cl->http.max_chunks, 9u);
@@ -53,6 +66,8 @@ TEST(CommandLineTest, HardeningFlags) {
   EXPECT_EQ(cl->server.request_limits.max_bytes_elements, 100u);
   EXPECT_EQ(cl->grpc.max_message_bytes, 2048);
   EXPECT_EQ(cl->grpc.max_concurrent_streams, 3);
+  EXPECT_EQ(cl->grpc.idle_timeout_secs, 8);
+  EXPECT_EQ(cl->grpc.handshake_timeout_secs, 9);
   EXPECT_TRUE(cl->http.tls.enabled);  // mutual implies TLS
   EXPECT_TRUE(cl->http.tls.mutual);
   EXPECT_EQ(cl->http.tls.root_file, "/ca");
@@ -64,6 +79,10 @@ TEST(CommandLineTest, HardeningFlags) {
   auto bad = ParseCommandLine({"--model-repository=/m", "--http-max-connections=0"});
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--http-max-connections"), std::string::npos);
+  // Past a day the millisecond channel argument would overflow an int.
+  bad = ParseCommandLine({"--model-repository=/m", "--grpc-idle-timeout-secs=86401"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--grpc-idle-timeout-secs"), std::string::npos);
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ std::string HostPort(const std::string& address, int port) {
   return (ipv6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
 }
 
+// gRPC's millisecond channel arguments are ints; the flags are bounded so
+// (at most 86400 s, command_line.cc) so that this cannot overflow.
+int SecondsToMs(int secs) { return secs * 1000; }
+
 // Protobuf logs an ERROR line for every message with invalid UTF-8 in a
 // string field while parsing it: with gRPC parsing client requests, any
 // client could fill the log with one line per request (found by
@@ -100,6 +104,10 @@ class GrpcServer::Impl {
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                               SecondsToMs(options_.idle_timeout_secs));
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                               SecondsToMs(options_.handshake_timeout_secs));
     // Never share the port with another process (Triton: --reuse-grpc-port=false).
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_time_ms);

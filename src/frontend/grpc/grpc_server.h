@@ -36,6 +36,15 @@ class GrpcServer {
     // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection
     // (--grpc-max-concurrent-streams).
     int max_concurrent_streams = 128;
+    // A connection with no call in flight for this long is closed with a
+    // GOAWAY (--grpc-idle-timeout-secs; clients reconnect on their next
+    // call). A connection that has not finished its TLS handshake and sent
+    // its HTTP/2 preface and SETTINGS within handshake_timeout_secs is
+    // dropped (--grpc-handshake-timeout-secs). gRPC 1.51 has no cap on the
+    // number of connections; these bound how long one that does nothing
+    // holds a descriptor (docs/security.md).
+    int idle_timeout_secs = 60;
+    int handshake_timeout_secs = 10;
     int keepalive_time_ms = 7200000;                            // --grpc-keepalive-time
     int keepalive_timeout_ms = 20000;                           // --grpc-keepalive-timeout
     bool keepalive_permit_without_calls = false;                // ...-permit-without-calls
