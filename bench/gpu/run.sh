@@ -14,7 +14,9 @@
 #      batch size (direct_torch.py) -> ratio inferd / direct;
 #   6. resnet50 and resnet18 interleaved on the GPU: each one's throughput as
 #      a fraction of what it reaches alone, summed;
-#   7. if time is left, 4 and 5 again in fp16 + channels-last.
+#   7. if time is left, latency-bounded load on resnet50: Poisson arrivals at
+#      fractions of its best throughput, p99 against 3x the single latency;
+#   8. if time is left, 4 and 5 again in fp16 + channels-last.
 # --dry-run: here, without a GPU: the local build (bundled first, like the
 # real run), tiny models on KIND_CPU, short windows, no CUDA shared memory;
 # proves the script end to end (tests/e2e/test_gpu_bench.py runs it).
@@ -57,6 +59,7 @@ if [ "$DRY" = 1 ]; then
   step bundle 120 "$ROOT/bench/gpu/bundle.sh" --no-build "$BUNDLE" || exit 1
   BACKEND_SO="${BUILD:-$ROOT/build}/backends/libinferd_pytorch.so"
   KIND=cpu MODEL_FLAGS=(--tiny --count 1) INTERVAL=300 TRIALS=2 LEVELS=(1 2) INTERLEAVE_C=2
+  FRACTIONS=(0.5 0.9)
   DIRECT=(--device cpu --batches "1,4" --seconds 0.5)
 else
   PY=python3
@@ -85,6 +88,7 @@ else
   }
   BACKEND_SO="$WORK/ptb/libinferd_pytorch.so"
   KIND=gpu MODEL_FLAGS=(--count 2) INTERVAL=2000 TRIALS=3 LEVELS=(1 4 16 64) INTERLEAVE_C=16
+  FRACTIONS=(0.5 0.7 0.8 0.9)
   DIRECT=(--device cuda --batches "1,8,16,32,64" --seconds 2)
 fi
 head -n 2 "$BUNDLE/MANIFEST"
@@ -152,6 +156,22 @@ perf "fp32_alone_resnet18" resnet18 http "$INTERLEAVE_C"
 perf "fp32_both_resnet50" resnet50 http "$INTERLEAVE_C" & both=$!
 perf "fp32_both_resnet18" resnet18 http "$INTERLEAVE_C"
 wait $both
+# Latency-bounded load (the fifth benchmark of issue 8, which needs a batch that costs less than
+# its size in single runs): Poisson arrivals at fractions of the sweep's best HTTP throughput;
+# summarize.py takes the highest fraction whose p99 stays under 3x the single-request latency.
+if [ "$DRY" = 1 ] || [ "$(left)" -gt 240 ]; then
+  OFFLINE=$($PY -c '
+import glob, json, sys
+print(max(json.load(open(p))["results"][0]["throughput_infer_per_sec"]
+          for p in glob.glob(sys.argv[1] + "/perf_fp32_http_c*.json")))' "$WORK")
+  for f in "${FRACTIONS[@]}"; do
+    rate=$($PY -c "print(round($f * $OFFLINE, 1))")
+    step "perf fp32_rate_$f" 60 env LD_LIBRARY_PATH="$LIBPATH" "$BUNDLE/bin/infer-perf" \
+      -m resnet50 -u "127.0.0.1:$HTTP_PORT" --request-rate-range "$rate" \
+      --request-distribution poisson --max-threads 256 --measurement-interval "$INTERVAL" \
+      --max-trials "$TRIALS" --json > "$WORK/perf_fp32_rate_$f.json"
+  done
+fi
 [ -n "$METRICS_PORT" ] && curl -s "http://127.0.0.1:$METRICS_PORT/metrics" > "$OUT/metrics.txt"
 grep -E '^nv_(gpu|energy)' "$OUT/metrics.txt" || say "no GPU metrics in /metrics"
 stop_inferd

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Turns run.sh's raw results (WORK/perf_*.json, direct_*.json, cuda_shm_*.json) into
 OUT/results.json and OUT/summary.md: images/s per protocol and concurrency, the ratio of the best
-through inferd to direct torch at its best batch size (goal >= 0.95), and the interleaving sum
-(goal >= 1.0). summary.md is the section for docs/performance.md (bench/lib/update_perf_doc.py
+through inferd to direct torch at its best batch size (goal >= 0.95), the interleaving sum
+(goal >= 1.0), and the latency-bounded fraction (goal >= 0.9). summary.md is the section for docs/performance.md (bench/lib/update_perf_doc.py
 gpu < summary.md).
 
 Usage: summarize.py WORK OUT DRY(0|1)"""
@@ -31,6 +31,7 @@ for p in sorted(glob.glob(os.path.join(work, "perf_*.json"))):
     if d and d.get("results"):
         r = d["results"][0]
         perf[tag] = {"images_per_sec": r["throughput_infer_per_sec"] * d.get("batch_size", 1),
+                     "p50_ms": r["latency_p50_us"] / 1000,
                      "p99_ms": r["latency_p99_us"] / 1000, "server_avg_batch": r["server_avg_batch"],
                      "errors": r["errors"], "stable": r["stable"]}
 direct = {k: load(os.path.join(work, "direct_%s.json" % k)) for k in ("fp32", "fp16")}
@@ -68,6 +69,20 @@ if both50 and both18 and alone18 and levels:
     results["interleave"] = {"concurrency_each": c, "resnet50_fraction": f50,
                              "resnet18_fraction": f18, "sum": f50 + f18}
 
+# Latency-bounded load: the highest fraction of the best HTTP throughput whose Poisson arrivals
+# keep the p99 under 3x the single-request latency (p50 at concurrency 1).
+single = perf.get("fp32_http_c1")
+http = [v["images_per_sec"] for t, v in perf.items() if re.match(r"fp32_http_c\d+$", t)]
+rates = {float(t.rsplit("_", 1)[1]): v for t, v in perf.items() if t.startswith("fp32_rate_")}
+if single and http and rates:
+    bound = 3 * single["p50_ms"]
+    under = {f: v["p99_ms"] < bound and v["errors"] == 0 for f, v in rates.items()}
+    results["latency_bound"] = {
+        "single_ms": single["p50_ms"], "bound_ms": bound, "offline": max(http),
+        "p99_ms": {str(f): v["p99_ms"] for f, v in sorted(rates.items())},
+        "achieved": {str(f): v["images_per_sec"] for f, v in sorted(rates.items())},
+        "best_fraction": max([f for f, ok in under.items() if ok] or [0.0])}
+
 # GPU metric families scraped from inferd's /metrics (run.sh writes OUT/metrics.txt).
 try:
     with open(os.path.join(out, "metrics.txt")) as f:
@@ -104,6 +119,14 @@ if "interleave" in results:
     lines.append("- interleaved (concurrency %d each): resnet50 %.2f of alone + resnet18 %.2f of "
                  "alone = **%.2f** (goal >= 1.0)" % (i["concurrency_each"], i["resnet50_fraction"],
                                                     i["resnet18_fraction"], i["sum"]))
+if "latency_bound" in results:
+    lb = results["latency_bound"]
+    lines.append("- latency-bounded (Poisson arrivals at fractions of %.1f/s, the best HTTP "
+                 "throughput; bound 3 x %.1f ms single latency = %.1f ms): p99 %s; highest "
+                 "fraction under the bound **%.2f** (goal >= 0.9)" %
+                 (lb["offline"], lb["single_ms"], lb["bound_ms"],
+                  ", ".join("%.1f ms at %s%s" % (p, f, " (under)" if p < lb["bound_ms"] else "")
+                            for f, p in lb["p99_ms"].items()), lb["best_fraction"]))
 if results["gpu_metrics"] is not None:
     lines.append("- GPU metric families in /metrics: %s" %
                  (", ".join(results["gpu_metrics"]) or "none"))

@@ -115,10 +115,16 @@ class GpuRunDryTest(unittest.TestCase):
             self.assertAlmostEqual(fp32["ratio_inferd_to_direct"],
                                    fp32["best_inferd"] / fp32["direct_best"])
             self.assertIn("sum", res["interleave"])
+            lb = res["latency_bound"]
+            self.assertEqual(set(lb["p99_ms"]), {"0.5", "0.9"}, lb)
+            self.assertAlmostEqual(lb["bound_ms"], 3 * lb["single_ms"])
+            self.assertIn(lb["best_fraction"], (0.0, 0.5, 0.9))
+            self.assertTrue(all(v > 0 for v in lb["achieved"].values()), lb)
             self.assertEqual(res["gpu_metrics"], [])  # /metrics scraped; no GPU families here
             with open(os.path.join(out, "summary.md")) as f:
                 summary = f.read()
             self.assertIn("ratio", summary)
+            self.assertIn("latency-bounded", summary)
             self.assertIn("bench/gpu/run.sh", summary)
             # The device tool brings back at most 8 files from $OUT.
             self.assertLessEqual(len(os.listdir(out)), 8, os.listdir(out))
