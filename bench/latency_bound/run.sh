@@ -135,4 +135,6 @@ Poisson bursts alone make the p99 wait several service times, so no server reach
 at 0.3 of capacity. The ideal server's column is the reachable ceiling; "inferd / ideal" is how
 much of it inferd keeps (above 1 when inferd's measured single latency, which includes the HTTP
 round trip, makes its bound looser than the service time alone).
+The same benchmark on a GPU, where a batch costs much less than its size in single runs, is
+part of \`bench/gpu/run.sh\` (resnet50; docs/gpu.md).
 DOC
