@@ -63,12 +63,14 @@ fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --test-dir $(FUZZ_DIR) --output-on-failure -j $(JOBS) \
 	  -R '^fuzz_'
 
-# ThreadSanitizer: the scheduler and front-end tests (unit tests and the gRPC
-# C++ end-to-end tests, which run inferd in process).
-TSAN_TESTS = 'Scheduler|Batch|Sequence|Ensemble|InferCodec|Compression|Grpc|grpc_'
+# ThreadSanitizer: the scheduler and front-end tests (unit tests, the gRPC
+# C++ end-to-end tests, which run inferd in process, and the Python HTTP
+# end-to-end tests against the TSan-built inferd, which halts on a race).
+TSAN_TESTS = 'Scheduler|Batch|Sequence|Ensemble|InferCodec|Compression|Grpc|grpc_|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble)$$'
 test-tsan: deps models
 	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERD_TSAN=ON
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd \
+	  inferd_backend_identity
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/scripts/tsan.supp" \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R $(TSAN_TESTS)
 

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
@@ -378,8 +379,13 @@ StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsOptions& tls) {
 
 class HttpServer::Impl {
  public:
+  // One single-threaded io_context per I/O thread: a connection's reads,
+  // writes and the responses posted to it all run on the thread that owns
+  // its socket. One io_context on N threads hands nearly every completion
+  // to another thread (a futex wake-up and a context switch each).
+  // Connections are dealt to the threads in turn.
   Impl(HttpServerOptions options, HttpHandler handler)
-      : ioc_(options.threads), acceptor_(net::make_strand(ioc_)) {
+      : iocs_(MakeContexts(options.threads)), acceptor_(*iocs_[0]) {
     shared_ = std::make_shared<Shared>();
     shared_->options = std::move(options);
     shared_->handler = std::move(handler);
@@ -405,8 +411,10 @@ class HttpServer::Impl {
     }
     port_ = acceptor_.local_endpoint().port();
     DoAccept();
-    for (int i = 0; i < std::max(1, shared_->options.threads); ++i) {
-      threads_.emplace_back([this] { ioc_.run(); });
+    for (auto& ioc : iocs_) {
+      // Kept running while it has no connection yet; Stop() ends it.
+      guards_.push_back(net::make_work_guard(*ioc));
+      threads_.emplace_back([ioc = ioc.get()] { ioc->run(); });
     }
     return Status::Ok();
   }
@@ -420,7 +428,7 @@ class HttpServer::Impl {
   }
 
   void Stop() {
-    ioc_.stop();
+    for (auto& ioc : iocs_) ioc->stop();
     for (auto& t : threads_) {
       if (t.joinable()) t.join();
     }
@@ -439,8 +447,18 @@ class HttpServer::Impl {
   }
 
  private:
+  static std::vector<std::unique_ptr<net::io_context>> MakeContexts(int threads) {
+    std::vector<std::unique_ptr<net::io_context>> iocs;
+    for (int i = 0; i < std::max(1, threads); ++i) {
+      iocs.push_back(std::make_unique<net::io_context>(1));  // concurrency hint: one thread
+    }
+    return iocs;
+  }
+
   void DoAccept() {
-    acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket s) {
+    // next_ioc_ is touched only here, on the acceptor's thread.
+    net::io_context& next = *iocs_[next_ioc_++ % iocs_.size()];
+    acceptor_.async_accept(next, [this](beast::error_code ec, tcp::socket s) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
       if (!ec) {
         if (shared_->connections.fetch_add(1) >= shared_->options.max_connections) {
@@ -459,8 +477,10 @@ class HttpServer::Impl {
     });
   }
 
-  net::io_context ioc_;
-  tcp::acceptor acceptor_;
+  std::vector<std::unique_ptr<net::io_context>> iocs_;  // one per I/O thread
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> guards_;
+  size_t next_ioc_ = 0;                    // the next connection's context
+  tcp::acceptor acceptor_;                 // on iocs_[0]
   std::unique_ptr<ssl::context> ssl_ctx_;  // set for HTTPS; shared by every session
   std::shared_ptr<Shared> shared_;
   std::vector<std::thread> threads_;

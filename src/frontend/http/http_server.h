@@ -7,9 +7,10 @@
 // (within the header timeout) before a request is read; with `tls.mutual`
 // the client must present a certificate signed by `tls.root_file`.
 //
-// Threading: `threads` I/O threads run one io_context; each connection is
-// serialised on its own strand. Handlers must not block: a model never runs
-// on an I/O thread.
+// Threading: each of `threads` I/O threads runs an io_context of its own;
+// a connection lives on one of them (dealt in turn), which serialises it.
+// Handlers must not block: only a model measured faster than its inline
+// bound (the scheduler's inline_max_exec_us) runs on an I/O thread.
 //
 // Limits (docs/security.md): bodies larger than `max_body_bytes` are refused
 // from their Content-Length (or as soon as chunked data passes it), before
