@@ -39,11 +39,9 @@ run: build models
 	$(BUILD_DIR)/bin/inferd --model-repository=examples/models --http-port=8000 \
 	  --grpc-port=8001 --metrics-port=8002
 
-# Every test, the same again under ASan+UBSan, then each fuzz target for
-# FUZZ_SECONDS (60 s; two at a time).
+# Every test, then each fuzz target for FUZZ_SECONDS (60 s; two at a time).
 test: build models
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
-	$(MAKE) test-asan
 	$(MAKE) fuzz
 
 # The deployment checks and the multi-host test alone (also part of `make test`).
