@@ -217,16 +217,16 @@ class SlowClientTest(LimitsCase):
             c.close()
 
 
-@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
-class GrpcLimitsTest(unittest.TestCase):
+class GrpcServerCase(unittest.TestCase):
+    """One inferd with SERVER_ARGS for the class, its gRPC messages and a channel to it."""
+    SERVER_ARGS = ()
+
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="inferd-limits-")
         repo = build_repo(cls.tmp)
         cls.pb = secure_util.grpc_messages(os.path.join(cls.tmp, "gen"))
-        cls.server = secure_util.start_server(
-            [repo], ["--grpc-max-message-size", "65536", "--grpc-max-concurrent-streams", "7",
-                     "--max-bytes-elements", "4"])
+        cls.server = secure_util.start_server([repo], list(cls.SERVER_ARGS))
         cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
 
     @classmethod
@@ -234,6 +234,12 @@ class GrpcLimitsTest(unittest.TestCase):
         cls.channel.close()
         cls.server.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class GrpcLimitsTest(GrpcServerCase):
+    SERVER_ARGS = ("--grpc-max-message-size", "65536", "--grpc-max-concurrent-streams", "7",
+                   "--max-bytes-elements", "4")
 
     def tearDown(self):
         pb = self.pb
@@ -332,21 +338,9 @@ def closed_within(sock, seconds):
 
 
 @unittest.skipIf(grpc is None, "python3-grpcio is not installed")
-class GrpcConnectionTimeoutsTest(unittest.TestCase):
+class GrpcConnectionTimeoutsTest(GrpcServerCase):
     """gRPC 1.51 cannot cap its connections; these bound how long one holds a descriptor."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="inferd-limits-")
-        repo = build_repo(cls.tmp)
-        cls.pb = secure_util.grpc_messages(os.path.join(cls.tmp, "gen"))
-        cls.server = secure_util.start_server(
-            [repo], ["--grpc-idle-timeout-secs", "1", "--grpc-handshake-timeout-secs", "1"])
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    SERVER_ARGS = ("--grpc-idle-timeout-secs", "1", "--grpc-handshake-timeout-secs", "1")
 
     def connect(self):
         s = socket.create_connection(("127.0.0.1", self.server.grpc_port), timeout=5)
