@@ -7,12 +7,14 @@
 #include <thread>
 
 #include "core/sanitize.h"
-#include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
 #include "metrics/metrics_service.h"
 #include "server/command_line.h"
 #include "server/inference_server.h"
+#ifdef INFERD_HAS_GRPC_FRONTEND
+#include "frontend/grpc/grpc_server.h"
+#endif
 
 namespace {
 
@@ -103,6 +105,7 @@ int main(int argc, char** argv) {
     }
   }
 
+#ifdef INFERD_HAS_GRPC_FRONTEND
   std::unique_ptr<grpc_frontend::GrpcServer> grpc_server;
   if (cl->allow_grpc) {
     grpc_server = std::make_unique<grpc_frontend::GrpcServer>(server, cl->grpc);
@@ -117,6 +120,15 @@ int main(int argc, char** argv) {
       std::cerr << "inferd: gRPC uses TLS" << (cl->grpc.tls.mutual ? " (mutual)" : "") << std::endl;
     }
   }
+#else
+  // Built with INFERD_WITH_GRPC=OFF: the gRPC flags still parse (one command
+  // line for every build) and are ignored, which the log says.
+  if (cl->allow_grpc) {
+    std::cerr << "inferd: this build has no gRPC front end (INFERD_WITH_GRPC=OFF); the --grpc-* "
+                 "flags are ignored, serving HTTP only"
+              << std::endl;
+  }
+#endif
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -137,6 +149,7 @@ int main(int argc, char** argv) {
                                                                  std::chrono::steady_clock::now())
                .count()));
   };
+#ifdef INFERD_HAS_GRPC_FRONTEND
   if (grpc_server) {
     // Stops accepting calls, lets open streams write what they owe, waits for
     // in-flight calls until the exit timeout and cancels the rest. Models are
@@ -144,6 +157,7 @@ int main(int argc, char** argv) {
     grpc_server->Shutdown(std::chrono::system_clock::now() +
                           std::chrono::milliseconds(remaining_ms()));
   }
+#endif
   bool idle = server.WaitForIdle(remaining_ms());
   if (http_server) idle = http_server->WaitForIdle(remaining_ms()) && idle;
   if (!idle) std::cerr << "inferd: exit timeout reached with requests still in flight\n";
