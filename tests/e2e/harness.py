@@ -55,6 +55,15 @@ class ServerError(Exception):
     pass
 
 
+# The first line of an ASan, LSan, TSan or UBSan report.
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
+                     ": runtime error: ")
+
+
+class SanitizerReport(ServerError):
+    pass
+
+
 class Server:
     """One inferd process bound to 127.0.0.1 on an ephemeral port."""
 
@@ -171,6 +180,16 @@ class Server:
                 pass
         if VERBOSE:
             sys.stderr.write("\n---- inferd log (%s) ----\n%s\n" % (" ".join(self.command()), self.log_tail(400)))
+        self._raise_on_sanitizer_report()
+
+    def _raise_on_sanitizer_report(self):
+        # A sanitizer build reports at exit too (leaks; races in shutdown), after
+        # every request has been answered, so the test would pass without this.
+        lines = self.log()
+        for i, line in enumerate(lines):
+            if any(marker in line for marker in SANITIZER_MARKERS):
+                raise SanitizerReport("inferd's sanitizer reported a problem:\n%s"
+                                      % "\n".join(lines[i:i + 40]))
 
     def log(self):
         with self._lock:
