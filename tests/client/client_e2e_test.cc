@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <future>
+#include <iostream>
 #include <mutex>
 #include <thread>
 
@@ -81,8 +83,16 @@ class Server {
 
  public:
   bool ok() const { return proc_ != nullptr; }
+  // Runs after main (a function-local static), where no test can fail any
+  // more: an unclean stop (a sanitizer report at exit, a hang) ends the
+  // process with status 1 instead, which fails the ctest run.
   ~Server() {
-    if (proc_) proc_->Stop();
+    if (!proc_) return;
+    const int code = proc_->Stop();
+    if (code != 0) {
+      std::cerr << "inferd did not stop cleanly (exit code " << code << ")\n" << proc_->Log();
+      std::_Exit(1);
+    }
   }
 };
 
