@@ -122,12 +122,8 @@ int main(int argc, char** argv) {
   }
 #else
   // Built with INFERD_WITH_GRPC=OFF: the gRPC flags still parse (one command
-  // line for every build) and are ignored, which the log says.
-  if (cl->allow_grpc) {
-    std::cerr << "inferd: this build has no gRPC front end (INFERD_WITH_GRPC=OFF); the --grpc-* "
-                 "flags are ignored, serving HTTP only"
-              << std::endl;
-  }
+  // line for every build) and have no effect.
+  std::cerr << "inferd: gRPC is not served (built with INFERD_WITH_GRPC=OFF)" << std::endl;
 #endif
 
   int sig = 0;

@@ -53,18 +53,31 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 parameters { key: "execute_delay_ms" value { string_value: "100" } }
 )";
 
-// One inferd for the whole binary's tests.
+// One inferd for the whole binary's tests, started by the first test that
+// asks for it and stopped by ServerEnvironment after the last one.
 class Server {
  public:
   static Server& Get() {
-    static Server s;
-    return s;
+    if (instance_ == nullptr) instance_ = new Server();
+    return *instance_;
+  }
+  // Stops the server if a test started one: an unclean stop (a sanitizer
+  // report at exit, a hang) is a test failure.
+  static void StopIfStarted() {
+    if (instance_ == nullptr) return;
+    if (instance_->proc_) {
+      const int code = instance_->proc_->Stop();
+      EXPECT_EQ(code, 0) << "inferd did not stop cleanly\n" << instance_->proc_->Log();
+    }
+    delete instance_;
+    instance_ = nullptr;
   }
   std::string Url(const std::string& protocol) const {
     return "127.0.0.1:" +
            std::to_string(protocol == "grpc" ? proc_->grpc_port() : proc_->http_port());
   }
   const std::string& error() const { return error_; }
+  bool ok() const { return proc_ != nullptr; }
 
  private:
   Server() {
@@ -77,24 +90,18 @@ class Server {
         "--allow-metrics=false", "--allow-client-shm=true"});
     if (!proc_->Start(&error_)) proc_.reset();
   }
+  static inline Server* instance_ = nullptr;
   TempRepository repo_;
   std::unique_ptr<InferdProcess> proc_;
   std::string error_;
-
- public:
-  bool ok() const { return proc_ != nullptr; }
-  // Runs after main (a function-local static), where no test can fail any
-  // more: an unclean stop (a sanitizer report at exit, a hang) ends the
-  // process with status 1 instead, which fails the ctest run.
-  ~Server() {
-    if (!proc_) return;
-    const int code = proc_->Stop();
-    if (code != 0) {
-      std::cerr << "inferd did not stop cleanly (exit code " << code << ")\n" << proc_->Log();
-      std::_Exit(1);
-    }
-  }
 };
+
+class ServerEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override { Server::StopIfStarted(); }
+};
+const ::testing::Environment* const kServerEnvironment =
+    ::testing::AddGlobalTestEnvironment(new ServerEnvironment);
 
 InferRequest SimpleRequest(int32_t k, const std::string& id = "") {
   std::vector<int32_t> a(16), b(16, k);

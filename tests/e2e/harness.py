@@ -55,13 +55,16 @@ class ServerError(Exception):
     pass
 
 
-# The first line of an ASan, LSan, TSan or UBSan report.
-SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "WARNING: ThreadSanitizer",
-                     ": runtime error: ")
+# The first line of an ASan, LSan, TSan or UBSan report (UBSan's is
+# "file:line:column: runtime error: ..."), or of a sanitizer's own failure.
+SANITIZER_REPORT_RE = re.compile(
+    r"(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer"
+    r"|Sanitizer CHECK failed|Sanitizer has encountered a fatal error"
+    r"|^\S+:\d+:\d+: runtime error: ")
 
 
 class SanitizerReport(ServerError):
-    pass
+    """inferd printed a sanitizer report, or a signalled stop did not exit 0."""
 
 
 class Server:
@@ -78,6 +81,7 @@ class Server:
         self.port = None
         self.returncode = None
         self._lines = []
+        self._checked = False
         self._lock = threading.Lock()
         self._listening = threading.Event()
         self._threads = []
@@ -143,12 +147,17 @@ class Server:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout=STOP_TIMEOUT_S, sig=signal.SIGTERM):
-        """SIGTERM and wait.  Returns the exit code, or None if it had to be killed."""
+        """SIGTERM and wait.  Returns the exit code, or None if it had to be killed.
+
+        Raises SanitizerReport (once per server) when inferd's output holds a
+        sanitizer report, or when inferd was serving, got `sig` and exited
+        with anything but 0: a leak found at exit or a race in shutdown comes
+        after every request was answered, so the test would pass without it."""
         if self.proc is None:
             return None
         if self.proc.poll() is not None:
             self.returncode = self.proc.returncode
-            self._finish()
+            self._finish(signalled=False)
             return self.returncode
         try:
             self.proc.send_signal(sig)
@@ -159,7 +168,7 @@ class Server:
         except subprocess.TimeoutExpired:
             self.kill()
             self.returncode = None
-        self._finish()
+        self._finish(signalled=True)
         return self.returncode
 
     def kill(self):
@@ -170,7 +179,7 @@ class Server:
             except subprocess.TimeoutExpired:
                 pass
 
-    def _finish(self):
+    def _finish(self, signalled):
         for t in self._threads:
             t.join(2.0)
         for s in (self.proc.stdout, self.proc.stderr):
@@ -180,16 +189,20 @@ class Server:
                 pass
         if VERBOSE:
             sys.stderr.write("\n---- inferd log (%s) ----\n%s\n" % (" ".join(self.command()), self.log_tail(400)))
-        self._raise_on_sanitizer_report()
+        if not self._checked:
+            self._checked = True
+            self._raise_on_unclean_exit(signalled)
 
-    def _raise_on_sanitizer_report(self):
-        # A sanitizer build reports at exit too (leaks; races in shutdown), after
-        # every request has been answered, so the test would pass without this.
+    def _raise_on_unclean_exit(self, signalled):
         lines = self.log()
         for i, line in enumerate(lines):
-            if any(marker in line for marker in SANITIZER_MARKERS):
+            if SANITIZER_REPORT_RE.search(line):
                 raise SanitizerReport("inferd's sanitizer reported a problem:\n%s"
                                       % "\n".join(lines[i:i + 40]))
+        # None: killed after the stop timeout, which the caller sees.
+        if signalled and self.returncode not in (0, None):
+            raise SanitizerReport("inferd exited with code %s on a shutdown signal\n%s"
+                                  % (self.returncode, self.log_tail()))
 
     def log(self):
         with self._lock:

@@ -1,5 +1,6 @@
 """The e2e harness itself: a sanitizer report that a server prints when it stops
-(a leak found at exit, a race during shutdown) fails the test that stopped it.
+(a leak found at exit, a race during shutdown), or a non-zero exit on the
+shutdown signal, fails the test that stopped it.
 
 The "server" here is a small shell script standing in for inferd, so that the
 report is certain to appear; the real reports come from `make test-asan` and
@@ -37,6 +38,7 @@ class SanitizerReportTest(unittest.TestCase):
         for report in ("==1==ERROR: LeakSanitizer: detected memory leaks",
                        "==1==ERROR: AddressSanitizer: heap-use-after-free on address 0x1",
                        "WARNING: ThreadSanitizer: data race (pid=1)",
+                       "==1==ERROR: UndefinedBehaviorSanitizer: SEGV on unknown address",
                        "src/x.cc:3:5: runtime error: signed integer overflow"):
             with self.subTest(report=report):
                 server = self.fake_server(report, 23)
@@ -44,6 +46,18 @@ class SanitizerReportTest(unittest.TestCase):
                     server.stop()
                 self.assertIn(report, str(ctx.exception))
                 self.assertIn("leaky_function", str(ctx.exception))
+
+    def test_a_failed_exit_on_the_signal_fails_stop(self):
+        server = self.fake_server("inferd: exiting badly", 3)
+        with self.assertRaises(harness.SanitizerReport) as ctx:
+            server.stop()
+        self.assertIn("exited with code 3", str(ctx.exception))
+        # Reported once: a second stop of the exited server returns the code.
+        self.assertEqual(server.stop(), 3)
+
+    def test_text_that_only_mentions_an_error_is_not_a_report(self):
+        server = self.fake_server("model 'm': RuntimeError: runtime error: bad input", 0)
+        self.assertEqual(server.stop(), 0)
 
     def test_a_clean_exit_stops_quietly(self):
         server = self.fake_server("inferd: stopped", 0)
