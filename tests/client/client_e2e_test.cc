@@ -8,9 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
-#include <cstdlib>
 #include <future>
-#include <iostream>
 #include <mutex>
 #include <thread>
 
