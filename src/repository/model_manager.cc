@@ -70,7 +70,7 @@ Status ModelManager::LoadLocked(const std::string& name,
     ++load_failures_[name];
     auto& rec = models_[name];
     bool serving = false;
-    for (auto& [v, vr] : rec.versions) serving = serving || vr.state == "READY";
+    for (auto& [v, vr] : rec.versions) serving = serving || vr.state == ModelState::kReady;
     if (!serving) rec.failure = s.message();  // a failed reload keeps old versions serving
     return InvalidArgument("load failed for model '" + name + "': " + s.message());
   };
@@ -94,7 +94,8 @@ Status ModelManager::LoadLocked(const std::string& name,
     if (!config_json && rec != models_.end() && rec->second.fingerprint == fingerprint &&
         rec->second.failure.empty() && !rec->second.versions.empty()) {
       bool all_ready = true;
-      for (auto& [v, vr] : rec->second.versions) all_ready = all_ready && vr.state == "READY";
+      for (auto& [v, vr] : rec->second.versions)
+        all_ready = all_ready && vr.state == ModelState::kReady;
       if (all_ready) return Status::Ok();  // nothing changed
     }
   }
@@ -128,7 +129,7 @@ Status ModelManager::LoadLocked(const std::string& name,
     rec.failure.clear();
     for (int64_t v : wanted) {
       auto& vr = rec.versions[v];
-      if (vr.state != "READY") vr.state = "LOADING";
+      if (vr.state != ModelState::kReady) vr.state = ModelState::kLoading;
     }
   }
   std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>> loaded;
@@ -149,24 +150,24 @@ Status ModelManager::LoadLocked(const std::string& name,
       if (result.ok()) {
         if (vr.runtime) to_retire.push_back(std::move(vr.runtime));
         vr.runtime = std::move(*result);
-        vr.state = "READY";
+        vr.state = ModelState::kReady;
         vr.reason.clear();
       } else {
         if (errors.empty()) ++load_failures_[name];  // one failed attempt, however many versions
         if (!errors.empty()) errors += "; ";
         errors += "version " + std::to_string(v) + ": " + result.status().message();
         if (vr.runtime) {
-          vr.state = "READY";  // keep the old version serving
+          vr.state = ModelState::kReady;  // keep the old version serving
         } else {
-          vr.state = "UNAVAILABLE";
+          vr.state = ModelState::kUnavailable;
           vr.reason = result.status().message();
         }
       }
     }
     for (auto& [v, vr] : rec.versions) {
-      if (wanted.count(v) == 0 && vr.state == "READY") {
+      if (wanted.count(v) == 0 && vr.state == ModelState::kReady) {
         to_retire.push_back(std::move(vr.runtime));
-        vr.state = "UNAVAILABLE";
+        vr.state = ModelState::kUnavailable;
         vr.reason = "unloaded";
       }
     }
@@ -192,7 +193,7 @@ void ModelManager::UnloadLocked(const std::string& name, bool forget) {
     if (it == models_.end()) return;
     for (auto& [v, vr] : it->second.versions) {
       if (vr.runtime) to_retire.push_back(std::move(vr.runtime));
-      vr.state = "UNAVAILABLE";
+      vr.state = ModelState::kUnavailable;
       vr.reason = "unloaded";
     }
     it->second.fingerprint.clear();
@@ -237,7 +238,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
   const auto& versions = it->second.versions;
   if (version < 0) {
     for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
-      if (v->second.state == "READY" && v->second.runtime) return v->second.runtime;
+      if (v->second.state == ModelState::kReady && v->second.runtime) return v->second.runtime;
     }
     return NotFound(UnknownModel(name) + " has no available versions");
   }
@@ -245,7 +246,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
   if (v == versions.end()) {
     return NotFound(UnknownModel(name) + " version " + std::to_string(version) + " is not found");
   }
-  if (v->second.state != "READY" || !v->second.runtime) {
+  if (v->second.state != ModelState::kReady || !v->second.runtime) {
     return Unavailable(UnknownModel(name) + " version " + std::to_string(version) +
                        " is not at ready state");
   }
@@ -259,7 +260,7 @@ std::vector<std::shared_ptr<ModelVersion>> ModelManager::ReadyVersionsOf(
   for (const auto& [model, rec] : models_) {
     if (!name.empty() && model != name) continue;
     for (const auto& [v, vr] : rec.versions) {
-      if (vr.state == "READY" && vr.runtime) out.push_back(vr.runtime);
+      if (vr.state == ModelState::kReady && vr.runtime) out.push_back(vr.runtime);
     }
   }
   return out;
@@ -276,7 +277,7 @@ std::vector<int64_t> ModelManager::ReadyVersions(const std::string& name) const 
   auto it = models_.find(name);
   if (it == models_.end()) return out;
   for (const auto& [v, vr] : it->second.versions) {
-    if (vr.state == "READY") out.push_back(v);
+    if (vr.state == ModelState::kReady) out.push_back(v);
   }
   return out;
 }
@@ -288,15 +289,16 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
   if (scan.ok()) {
     for (const auto& [name, loc] : *scan) {
       auto it = models_.find(name);
-      if (it == models_.end() && !ready_only) out.push_back(ModelIndexEntry{name, {}, "", ""});
+      if (it == models_.end() && !ready_only)
+        out.push_back(ModelIndexEntry{name, {}, ModelState::kUnknown, ""});
     }
   }
   for (const auto& [name, rec] : models_) {
     if (!rec.failure.empty() && !ready_only) {
-      out.push_back(ModelIndexEntry{name, {}, "UNAVAILABLE", rec.failure});
+      out.push_back(ModelIndexEntry{name, {}, ModelState::kUnavailable, rec.failure});
     }
     for (const auto& [v, vr] : rec.versions) {
-      if (ready_only && vr.state != "READY") continue;
+      if (ready_only && vr.state != ModelState::kReady) continue;
       out.push_back(ModelIndexEntry{name, v, vr.state, vr.reason});
     }
   }
@@ -310,7 +312,7 @@ bool ModelManager::AllReady() const {
   for (const auto& [name, rec] : models_) {
     if (!rec.failure.empty()) return false;
     for (const auto& [v, vr] : rec.versions) {
-      if (vr.state != "READY" && vr.reason != "unloaded") return false;
+      if (vr.state != ModelState::kReady && vr.reason != "unloaded") return false;
     }
   }
   return true;

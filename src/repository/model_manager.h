@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/backend_registry.h"
+#include "repository/model_state.h"
 #include "repository/model_version.h"
 
 namespace inferd {
@@ -39,7 +40,7 @@ struct ModelManagerOptions {
 struct ModelIndexEntry {
   std::string name;
   std::optional<int64_t> version;  // none: never loaded, or failed before versions were known
-  std::string state;               // empty when never loaded
+  ModelState state = ModelState::kUnknown;  // kUnknown: never loaded
   std::string reason;
 };
 
@@ -97,7 +98,7 @@ class ModelManager {
 
  private:
   struct VersionRecord {
-    std::string state;  // READY, LOADING, UNAVAILABLE, UNLOADING
+    ModelState state = ModelState::kUnknown;
     std::string reason;
     std::shared_ptr<ModelVersion> runtime;  // set when READY
   };

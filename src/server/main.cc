@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   // The operator's log keeps the server's paths; control characters from
   // configs or backends are escaped.
   for (const auto& e : server.RepositoryIndex(false, /*redact_paths=*/false)) {
-    if (e.state == "UNAVAILABLE") {
+    if (e.state == ModelState::kUnavailable) {
       std::cerr << "inferd: model '" << EscapeControl(e.name)
                 << "' is UNAVAILABLE: " << EscapeControl(e.reason) << "\n";
     }

@@ -72,7 +72,7 @@ TEST_F(ModelManagerTest, FailedModelIsUnavailableAndOthersServe) {
   for (const auto& e : m->Index(false)) {
     if (e.name == "broken") {
       found = true;
-      EXPECT_EQ(e.state, "UNAVAILABLE");
+      EXPECT_EQ(e.state, ModelState::kUnavailable);
       EXPECT_FALSE(e.reason.empty());
     }
   }

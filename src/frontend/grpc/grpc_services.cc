@@ -349,7 +349,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     auto* m = response->add_models();
     m->set_name(e.name);
     if (e.version) m->set_version(std::to_string(*e.version));
-    m->set_state(e.state);
+    m->set_state(std::string(ModelStateName(e.state)));
     m->set_reason(e.reason);
   }
   return FinishNow(ctx, Status::Ok());

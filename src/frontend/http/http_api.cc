@@ -396,9 +396,9 @@ void HttpApi::HandleRepository(const HttpRequest& req, const std::vector<std::st
         w.Key("version");
         w.String(std::to_string(*e.version).c_str());
       }
-      if (!e.state.empty()) {
+      if (e.state != ModelState::kUnknown) {
         w.Key("state");
-        w.String(e.state.c_str());
+        w.String(ModelStateName(e.state).data());
       }
       if (!e.reason.empty()) {
         w.Key("reason");
