@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -104,9 +103,5 @@ class InferResponse {
   InferOutput& AddOutput(std::string name, DataType datatype, Shape shape, size_t byte_size);
   const InferOutput* FindOutput(std::string_view name) const;
 };
-
-// Called exactly once per request, from any thread, with either an error or
-// a response. Must not block.
-using InferCompletion = std::function<void(Status, std::unique_ptr<InferResponse>)>;
 
 }  // namespace inferd

@@ -8,22 +8,40 @@
 //   Finish(Status::Ok())              "no more responses" without one, or
 //   Finish(error)                     the request failed (after any sends).
 //
-// Ownership: the producer (the scheduler that holds the request, and the
-// backend glue or ensemble acting for it) owns the sink through a
-// unique_ptr from InferenceServer::Infer on, and destroys it after the
-// final signal. Responses are moved into the sink.
+// `response` is never null. Every path in the server today sends exactly one
+// response, final, or finishes with an error.
 //
-// Threading: calls for one request never overlap (the producer orders them)
-// but may come from different threads. Implementations never block: they
-// encode and hand bytes to a transport, or record and return. Sinks of
-// different requests are independent.
+// Ownership: whoever holds the sink's unique_ptr is its producer. A front
+// end creates the sink and hands it to InferenceServer::Infer; from then on
+// the server (its in-flight decorator), the model's scheduler (inside a
+// PendingRequest), and the batch runner or ensemble acting for the request
+// own it, and the last owner destroys it after the final signal. A sink
+// outlives nothing it does not own: front-end sinks keep their call or
+// connection state alive by shared ownership. Responses are moved into the
+// sink; the sink may keep or drop them.
+//
+// Threading: calls for one request never overlap (its producer orders them)
+// but may come from different threads, one after another; the final signal
+// may come on the thread that called Infer (an immediate error, an inline
+// run). Implementations never block: they encode and hand bytes to a
+// transport, or record and return. They must not call back into the
+// producer (Enqueue/Infer on the same scheduler from inside a signal is
+// allowed only through a new request, as ensembles do). Sinks of different
+// requests are independent.
 //
 // Errors: a call after the final signal is a bug in the producer;
-// implementations ignore it.
+// implementations ignore it. A sink destroyed without a final signal is
+// also a producer bug; the server's in-flight decorator (inflight_tracker.h)
+// then finishes the request with INTERNAL so no client waits forever.
+//
+// Adding a response path: derive from InferResponseSink (0..N responses)
+// or from SingleResponseSink<Derived> (consumers of exactly one response),
+// and pass it to InferenceServer::Infer.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "core/infer_request.h"
 #include "core/status.h"
@@ -37,10 +55,46 @@ class InferResponseSink {
   virtual void Finish(Status status) = 0;
 };
 
-// A sink for consumers that expect exactly one response (one-shot callers:
-// ensemble steps, tests): `done` runs once, with the final response, or
-// with the error. A non-final Send, or a final signal without a response,
-// completes it with INTERNAL naming the broken expectation.
+// What a consumer of exactly one response is told when the producer breaks
+// that expectation (both INTERNAL).
+Status NonFinalResponseError(const InferResponse& response);
+Status NoResponseError();
+
+// Adapts the sink contract to a consumer that takes exactly one response
+// (HTTP, gRPC unary, one stream slot, an ensemble step). `Derived` defines
+//
+//   void Complete(Status status, std::unique_ptr<InferResponse> response);
+//
+// called exactly once: with OK and the final response, or with an error and
+// null. A non-final Send, or Finish(OK) without a response, completes with
+// INTERNAL naming the problem; every call after that is ignored. No extra
+// virtual call: Complete is resolved statically.
+template <typename Derived>
+class SingleResponseSink : public InferResponseSink {
+ public:
+  void Send(std::unique_ptr<InferResponse> response, bool final) override {
+    if (done_) return;
+    done_ = true;
+    if (!final) return Self().Complete(NonFinalResponseError(*response), nullptr);
+    if (response == nullptr) return Self().Complete(NoResponseError(), nullptr);
+    Self().Complete(Status::Ok(), std::move(response));
+  }
+  void Finish(Status status) override {
+    if (done_) return;
+    done_ = true;
+    Self().Complete(status.ok() ? NoResponseError() : std::move(status), nullptr);
+  }
+
+ protected:
+  bool completed() const { return done_; }
+
+ private:
+  Derived& Self() { return static_cast<Derived&>(*this); }
+  bool done_ = false;  // calls never overlap (the contract): no atomic needed
+};
+
+// A SingleResponseSink calling `done` (for tests and one-shot callers that
+// have no class of their own).
 std::unique_ptr<InferResponseSink> MakeSingleResponseSink(
     std::function<void(Status, std::unique_ptr<InferResponse>)> done);
 

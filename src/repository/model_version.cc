@@ -83,10 +83,11 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
 
 ModelVersion::~ModelVersion() { Stop(); }
 
-void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request, InferCompletion completion) {
+void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
+                           std::unique_ptr<InferResponseSink> sink) {
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
-  pending->completion = std::move(completion);
+  pending->sink = std::move(sink);
   scheduler_->Enqueue(std::move(pending));
 }
 

@@ -45,9 +45,10 @@ class ModelVersion {
   // How long Load took, seconds (metrics: nv_model_load_duration_secs).
   double load_seconds() const { return load_seconds_; }
 
-  // Hands a validated request to the scheduler (never blocks); the
-  // completion is called exactly once, possibly before this returns.
-  void Enqueue(std::unique_ptr<InferRequest> request, InferCompletion completion);
+  // Hands a validated request and its sink to the scheduler, which owns
+  // both from here (never blocks). The sink gets exactly one final signal,
+  // possibly before this returns (a rejection, an inline run).
+  void Enqueue(std::unique_ptr<InferRequest> request, std::unique_ptr<InferResponseSink> sink);
 
   // Finishes accepted requests and stops the instance threads. Idempotent.
   void Stop();

@@ -34,7 +34,7 @@ Status SelectOutputs(const InferRequest& request, InferResponse& response) {
 void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason reason,
                  const Status& status) {
   if (ctx.stats) ctx.stats->RecordFailure(reason, Ns(pending.arrival, ctx.clock->Now()));
-  pending.completion(status, nullptr);
+  pending.sink->Finish(status);
 }
 
 void RunBatch(const BatchContext& ctx, BackendInstance& instance,
@@ -55,14 +55,13 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   const auto infer_start = clock.Now();
   instance.Execute(items);
   const auto infer_end = clock.Now();
-  std::vector<Status> statuses(batch.size());
   for (size_t i = 0; i < batch.size(); ++i) {
-    statuses[i] = items[i].status;
-    if (statuses[i].ok()) statuses[i] = SelectOutputs(*batch[i]->request, *responses[i]);
-    if (statuses[i].ok() && ctx.model.spec != nullptr) {
-      statuses[i] = ApplyClassification(*ctx.model.spec, *batch[i]->request, *responses[i]);
+    Status& status = items[i].status;
+    if (status.ok()) status = SelectOutputs(*batch[i]->request, *responses[i]);
+    if (status.ok() && ctx.model.spec != nullptr) {
+      status = ApplyClassification(*ctx.model.spec, *batch[i]->request, *responses[i]);
     }
-    if (statuses[i].ok()) {
+    if (status.ok()) {
       auto& resp = *responses[i];
       resp.model_name = ctx.model.name;
       resp.model_version = ctx.model.version;
@@ -76,18 +75,19 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& pending = *batch[i];
+    const Status& status = items[i].status;
     if (ctx.stats) {
       const uint64_t total = Ns(pending.arrival, output_end);
-      if (statuses[i].ok()) {
+      if (status.ok()) {
         ctx.stats->RecordSuccess(total, Ns(pending.arrival, start));
       } else {
         ctx.stats->RecordFailure(FailReason::kBackend, total);
       }
     }
-    if (statuses[i].ok()) {
-      pending.completion(Status::Ok(), std::move(responses[i]));
+    if (status.ok()) {
+      pending.sink->Send(std::move(responses[i]), /*final=*/true);
     } else {
-      pending.completion(statuses[i], nullptr);
+      pending.sink->Finish(status);
     }
   }
   batch.clear();

@@ -1,6 +1,7 @@
-// Runs one batch of pending requests on a backend instance and completes
-// each request with its own response or error, recording statistics.
-// Called on an instance thread.
+// Runs one batch of pending requests on a backend instance and gives each
+// request's sink its own final signal (the response, sent as final, or the
+// error), recording statistics. Called on an instance thread (or a caller's
+// thread lent an instance: inline execution).
 #pragma once
 
 #include <memory>
@@ -26,14 +27,14 @@ struct BatchContext {
   Clock* clock = nullptr;
 };
 
-// Executes `batch` (cleared on return). Requests cancelled while queued
-// should have been removed before; a request that fails inside the backend
-// fails alone.
+// Executes `batch` (cleared on return, which destroys the sinks). Requests
+// cancelled while queued should have been removed before; a request that
+// fails inside the backend fails alone.
 void RunBatch(const BatchContext& ctx, BackendInstance& instance,
               std::vector<std::unique_ptr<PendingRequest>>& batch);
 
-// Completes a request that never reached a backend (rejected, timed out,
-// cancelled) and records it.
+// Finishes the sink of a request that never reached a backend (rejected,
+// timed out, cancelled) with `status`, and records it.
 void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason reason,
                  const Status& status);
 

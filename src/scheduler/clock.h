@@ -18,6 +18,9 @@ class Clock {
   virtual TimePoint Now() const = 0;
   // Waits on `cv` (with `lock` held on entry and exit) until notified or
   // until Now() >= deadline. Spurious returns are allowed; callers re-check.
+  // Annotated callers pass MutexLock::native() and CondVar::native(): to the
+  // thread-safety analysis the lock stays held across the call, as it is
+  // on entry and exit.
   virtual void WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                          TimePoint deadline) = 0;
 };

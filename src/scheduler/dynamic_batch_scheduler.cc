@@ -4,30 +4,6 @@
 
 namespace inferd {
 
-struct DynamicBatchScheduler::Ordering {
-  std::mutex mu;
-  uint64_t next = 0;  // guarded by mu
-  struct Ready {
-    InferCompletion completion;
-    Status status;
-    std::unique_ptr<InferResponse> response;
-  };
-  std::map<uint64_t, Ready> held;  // guarded by mu
-
-  // Delivers `seq` and every held successor in order. Completions never
-  // block, so running them under the lock keeps the order simple.
-  void Deliver(uint64_t seq, InferCompletion completion, Status status,
-               std::unique_ptr<InferResponse> response) {
-    std::lock_guard<std::mutex> lock(mu);
-    held[seq] = Ready{std::move(completion), std::move(status), std::move(response)};
-    for (auto it = held.find(next); it != held.end(); it = held.find(next)) {
-      it->second.completion(std::move(it->second.status), std::move(it->second.response));
-      held.erase(it);
-      ++next;
-    }
-  }
-};
-
 std::string BatchSignature(const InferRequest& request, bool batching) {
   std::string sig;
   std::vector<const InferInput*> inputs;
@@ -67,24 +43,14 @@ DynamicBatchScheduler::DynamicBatchScheduler(
     auto it = config_.priority_policies.find(l);
     levels_[l].policy = it != config_.priority_policies.end() ? it->second : config_.default_policy;
   }
-  if (config_.preserve_ordering) ordering_ = std::make_shared<Ordering>();
+  if (config_.preserve_ordering) ordering_ = std::make_shared<ResponseOrder>();
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
-    slots_[i].instance = instances_[i].get();
-    threads_.emplace_back([this, slot = &slots_[i]] { InstanceLoop(slot); });
+    threads_.emplace_back([this, i] { InstanceLoop(i); });
   }
 }
 
 DynamicBatchScheduler::~DynamicBatchScheduler() { Stop(); }
-
-void DynamicBatchScheduler::WrapForOrdering(PendingRequest& pending) {
-  if (!ordering_) return;
-  pending.completion = [ordering = ordering_, seq = pending.sequence,
-                        inner = std::move(pending.completion)](
-                           Status s, std::unique_ptr<InferResponse> r) mutable {
-    ordering->Deliver(seq, std::move(inner), std::move(s), std::move(r));
-  };
-}
 
 void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   const InferRequest& req = *pending->request;
@@ -92,7 +58,7 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   pending->rows = policy_.batching ? std::max<int64_t>(1, req.batch_size) : 1;
   if (policy_.batching) pending->batch_signature = BatchSignature(req, true);
 
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Status reject;
   uint64_t level = req.priority;
   if (level == 0 || level > levels_.size()) {
@@ -109,10 +75,11 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
         Unavailable("Exceeds maximum queue size of " + std::to_string(lv.policy.max_queue_size) +
                     " for model '" + ctx_.model.name + "'");
   }
-  pending->sequence = next_sequence_++;
-  WrapForOrdering(*pending);
+  // Numbered under the lock, so the buffer's order is the arrival order;
+  // a rejection keeps its place too.
+  if (ordering_) pending->sink = ordering_->Wrap(std::move(pending->sink));
   if (!reject.ok()) {
-    lock.unlock();
+    lock.Unlock();
     FailPending(ctx_, *pending, FailReason::kRejected, reject);
     return;
   }
@@ -121,44 +88,44 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
     timeout_us = timeout_us == 0 ? req.timeout_us : std::min(timeout_us, req.timeout_us);
   }
   if (timeout_us > 0) pending->deadline = pending->arrival + std::chrono::microseconds(timeout_us);
-  if (Slot* slot = LendIdleInstanceLocked()) {
-    lock.unlock();
-    RunInline(slot, std::move(pending));
+  if (const int slot = LendIdleInstanceLocked(); slot >= 0) {
+    lock.Unlock();
+    RunInline(static_cast<size_t>(slot), std::move(pending));
     return;
   }
   if (ctx_.stats) ctx_.stats->AddPending(1);
   lv.queue.push_back(std::move(pending));
   // A lent instance's thread ignores wake-ups: make sure a free one hears.
   const bool any_lent = inline_runs_ > 0;
-  lock.unlock();
-  any_lent ? cv_.notify_all() : cv_.notify_one();
+  lock.Unlock();
+  any_lent ? cv_.NotifyAll() : cv_.NotifyOne();
 }
 
-DynamicBatchScheduler::Slot* DynamicBatchScheduler::LendIdleInstanceLocked() {
+int DynamicBatchScheduler::LendIdleInstanceLocked() {
   if (inline_max_exec_ns_ == 0 || !EmptyLocked() ||
       avg_exec_ns_.load(std::memory_order_relaxed) > inline_max_exec_ns_) {
-    return nullptr;
+    return -1;
   }
-  for (Slot& slot : slots_) {
-    if (slot.idle && !slot.lent) {
-      slot.lent = true;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].idle && !slots_[i].lent) {
+      slots_[i].lent = true;
       ++inline_runs_;
-      return &slot;
+      return static_cast<int>(i);
     }
   }
-  return nullptr;
+  return -1;
 }
 
-void DynamicBatchScheduler::RunInline(Slot* slot, std::unique_ptr<PendingRequest> pending) {
+void DynamicBatchScheduler::RunInline(size_t index, std::unique_ptr<PendingRequest> pending) {
   std::vector<std::unique_ptr<PendingRequest>> batch;
   batch.push_back(std::move(pending));
   const auto start = std::chrono::steady_clock::now();
-  RunBatch(ctx_, *slot->instance, batch);
+  RunBatch(ctx_, *instances_[index], batch);
   RecordExecution(std::chrono::steady_clock::now() - start);
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    slot->lent = false;
+    MutexLock lock(mu_);
+    slots_[index].lent = false;
     --inline_runs_;
     // Only Stop, or requests queued meanwhile, need a thread to look again.
     // Waking every instance thread after each inline run (one request at a
@@ -166,7 +133,7 @@ void DynamicBatchScheduler::RunInline(Slot* slot, std::unique_ptr<PendingRequest
     // context switch per request for nothing.
     wake = stopping_ || !EmptyLocked();
   }
-  if (wake) cv_.notify_all();
+  if (wake) cv_.NotifyAll();
 }
 
 void DynamicBatchScheduler::RecordExecution(std::chrono::steady_clock::duration d) {
@@ -179,16 +146,16 @@ void DynamicBatchScheduler::RecordExecution(std::chrono::steady_clock::duration 
 
 void DynamicBatchScheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
   // Inline runs use the instances too: wait until the last one returns.
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return inline_runs_ == 0; });
+  MutexLock lock(mu_);
+  while (inline_runs_ != 0) cv_.Wait(lock);
 }
 
 bool DynamicBatchScheduler::EmptyLocked() const {
@@ -199,49 +166,65 @@ bool DynamicBatchScheduler::EmptyLocked() const {
   return true;
 }
 
-void DynamicBatchScheduler::ExpireLocked(
-    Clock::TimePoint now,
-    std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>>& failed) {
-  auto sweep = [&](std::deque<std::unique_ptr<PendingRequest>>& q, const QueuePolicy* policy) {
-    for (auto it = q.begin(); it != q.end();) {
-      PendingRequest& p = **it;
-      if (p.request->IsCancelled()) {
-        failed.emplace_back(std::move(*it), FailReason::kCancelled);
-        it = q.erase(it);
-      } else if (policy && now >= p.deadline) {
-        if (policy->delay_on_timeout) {
-          p.deadline = Clock::TimePoint::max();
-          p.delayed = true;
-          delayed_.push_back(std::move(*it));
-        } else {
-          failed.emplace_back(std::move(*it), FailReason::kRejected);
-        }
-        it = q.erase(it);
+void DynamicBatchScheduler::SweepLocked(std::deque<std::unique_ptr<PendingRequest>>& q,
+                                        const QueuePolicy* policy, Clock::TimePoint now,
+                                        Failed& failed) {
+  for (auto it = q.begin(); it != q.end();) {
+    PendingRequest& p = **it;
+    if (p.request->IsCancelled()) {
+      failed.emplace_back(std::move(*it), FailReason::kCancelled);
+      it = q.erase(it);
+    } else if (policy && now >= p.deadline) {
+      if (policy->delay_on_timeout) {
+        p.deadline = Clock::TimePoint::max();
+        p.delayed = true;
+        delayed_.push_back(std::move(*it));
       } else {
-        ++it;
+        failed.emplace_back(std::move(*it), FailReason::kRejected);
       }
+      it = q.erase(it);
+    } else {
+      ++it;
     }
-  };
-  for (auto& [l, lv] : levels_) sweep(lv.queue, &lv.policy);
-  sweep(delayed_, nullptr);
+  }
 }
 
-void DynamicBatchScheduler::InstanceLoop(Slot* slot) {
-  BackendInstance* instance = slot->instance;
+void DynamicBatchScheduler::ExpireLocked(Clock::TimePoint now, Failed& failed) {
+  for (auto& [l, lv] : levels_) SweepLocked(lv.queue, &lv.policy, now, failed);
+  SweepLocked(delayed_, nullptr, now, failed);
+}
+
+void DynamicBatchScheduler::TakeLocked(size_t take,
+                                       std::vector<std::unique_ptr<PendingRequest>>& batch) {
+  for (auto& [l, lv] : levels_) {
+    while (batch.size() < take && !lv.queue.empty()) {
+      batch.push_back(std::move(lv.queue.front()));
+      lv.queue.pop_front();
+    }
+  }
+  while (batch.size() < take && !delayed_.empty()) {
+    batch.push_back(std::move(delayed_.front()));
+    delayed_.pop_front();
+  }
+  if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
+}
+
+void DynamicBatchScheduler::InstanceLoop(size_t index) {
+  BackendInstance& instance = *instances_[index];
   std::vector<std::unique_ptr<PendingRequest>> batch;
-  std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>> failed;
+  Failed failed;
   std::vector<BatchCandidate> view;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    if (slot->lent) {  // a caller runs a request on this instance
-      cv_.wait(lock);
+    if (slots_[index].lent) {  // a caller runs a request on this instance
+      cv_.Wait(lock);
       continue;
     }
     const auto now = ctx_.clock->Now();
     ExpireLocked(now, failed);
     if (!failed.empty()) {
       if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(failed.size()));
-      lock.unlock();
+      lock.Unlock();
       for (auto& [p, reason] : failed) {
         FailPending(ctx_, *p, reason,
                     reason == FailReason::kCancelled
@@ -249,14 +232,14 @@ void DynamicBatchScheduler::InstanceLoop(Slot* slot) {
                         : Unavailable("Request timeout expired"));
       }
       failed.clear();
-      lock.lock();
+      lock.Lock();
       continue;
     }
     if (EmptyLocked()) {
       if (stopping_) return;
-      slot->idle = true;
-      ctx_.clock->WaitUntil(lock, cv_, Clock::TimePoint::max());
-      slot->idle = false;
+      slots_[index].idle = true;
+      ctx_.clock->WaitUntil(lock.native(), cv_.native(), Clock::TimePoint::max());
+      slots_[index].idle = false;
       continue;
     }
     // Serving order: priority levels (1 first), then delayed requests.
@@ -274,28 +257,18 @@ void DynamicBatchScheduler::InstanceLoop(Slot* slot) {
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);  // drain now
     const BatchDecision d = DecideBatch(policy, view, now);
     if (d.take == 0) {
-      ctx_.clock->WaitUntil(lock, cv_, std::min(d.wake_at, next_deadline));
+      ctx_.clock->WaitUntil(lock.native(), cv_.native(), std::min(d.wake_at, next_deadline));
       continue;
     }
-    for (auto& [l, lv] : levels_) {
-      while (batch.size() < d.take && !lv.queue.empty()) {
-        batch.push_back(std::move(lv.queue.front()));
-        lv.queue.pop_front();
-      }
-    }
-    while (batch.size() < d.take && !delayed_.empty()) {
-      batch.push_back(std::move(delayed_.front()));
-      delayed_.pop_front();
-    }
-    if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
+    TakeLocked(d.take, batch);
     const bool more = !EmptyLocked();
     const bool any_lent = inline_runs_ > 0;
-    lock.unlock();
-    if (more) any_lent ? cv_.notify_all() : cv_.notify_one();  // a free instance takes the rest
+    lock.Unlock();
+    if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
     const auto start = std::chrono::steady_clock::now();
-    RunBatch(ctx_, *instance, batch);
+    RunBatch(ctx_, instance, batch);
     if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -10,20 +10,22 @@
 // queue empty and an instance idle may instead run on the caller's thread
 // (inline execution, for models whose executions are short: see
 // SchedulerConfig::inline_max_exec_us); the instance is lent for that run.
-// Completions run on instance threads, or on the caller's thread for an
-// immediate rejection or an inline run.
+// Sinks are told on instance threads, or on the caller's thread for an
+// immediate rejection or an inline run. With preserve_ordering each sink is
+// wrapped by the reorder buffer (ResponseOrder) at arrival, so final signals
+// leave in arrival order, errors included.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
+#include "scheduler/response_order.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_config.h"
 
@@ -39,59 +41,57 @@ class DynamicBatchScheduler : public Scheduler {
                         Clock* clock);
   ~DynamicBatchScheduler() override;
 
-  void Enqueue(std::unique_ptr<PendingRequest> pending) override;
-  void Stop() override;
+  void Enqueue(std::unique_ptr<PendingRequest> pending) override INFERD_EXCLUDES(mu_);
+  void Stop() override INFERD_EXCLUDES(mu_);
 
  private:
   struct Level {
     QueuePolicy policy;
     std::deque<std::unique_ptr<PendingRequest>> queue;
   };
-
-  // An instance and the state of its thread, guarded by mu_.
+  // The state of one instance's thread.
   struct Slot {
-    BackendInstance* instance = nullptr;
     bool idle = false;  // its thread waits for work, the instance runs nothing
     bool lent = false;  // running a request on a caller's thread
   };
+  using Failed = std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>>;
 
-  void InstanceLoop(Slot* slot);
-  // Lends an idle instance to the caller when inline execution applies;
-  // nullptr otherwise. Called under mu_ with the request not yet queued.
-  Slot* LendIdleInstanceLocked();
-  // Runs `pending` on a lent instance, on this thread, and returns it.
-  void RunInline(Slot* slot, std::unique_ptr<PendingRequest> pending);
+  void InstanceLoop(size_t index) INFERD_EXCLUDES(mu_);
+  // Lends an idle instance to the caller when inline execution applies and
+  // returns its index; -1 otherwise. The request is not yet queued.
+  int LendIdleInstanceLocked() INFERD_REQUIRES(mu_);
+  // Runs `pending` on lent instance `index`, on this thread, and returns it.
+  void RunInline(size_t index, std::unique_ptr<PendingRequest> pending) INFERD_EXCLUDES(mu_);
   // Records how long an execution took (for the inline decision).
   void RecordExecution(std::chrono::steady_clock::duration d);
   // Removes cancelled and timed-out requests (REJECT fails them; DELAY moves
-  // them behind every other request). Returns those to fail.
-  void ExpireLocked(Clock::TimePoint now,
-                    std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>>& failed);
-  // Wraps a completion so responses leave in arrival order.
-  void WrapForOrdering(PendingRequest& pending);
-  bool EmptyLocked() const;
+  // them behind every other request). Appends those to fail.
+  void ExpireLocked(Clock::TimePoint now, Failed& failed) INFERD_REQUIRES(mu_);
+  void SweepLocked(std::deque<std::unique_ptr<PendingRequest>>& queue, const QueuePolicy* policy,
+                   Clock::TimePoint now, Failed& failed) INFERD_REQUIRES(mu_);
+  bool EmptyLocked() const INFERD_REQUIRES(mu_);
+  // Moves the next batch (`take` requests in serving order) into `batch`.
+  void TakeLocked(size_t take, std::vector<std::unique_ptr<PendingRequest>>& batch)
+      INFERD_REQUIRES(mu_);
 
   const BatchContext ctx_;
   BatchPolicy policy_;
   DynamicBatchingConfig config_;
-  std::vector<std::unique_ptr<BackendInstance>> instances_;
-  std::vector<Slot> slots_;  // one per instance; fixed after construction
+  std::vector<std::unique_ptr<BackendInstance>> instances_;  // fixed after construction
   const uint64_t inline_max_exec_ns_;
   // Moving average of execution times in ns; max() until the first one.
   std::atomic<uint64_t> avg_exec_ns_{UINT64_MAX};
+  // preserve_ordering: final signals held until every earlier one has left.
+  std::shared_ptr<ResponseOrder> ordering_;  // null without; fixed after construction
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<uint64_t, Level> levels_;                     // guarded by mu_; 1 = highest
-  std::deque<std::unique_ptr<PendingRequest>> delayed_;  // guarded by mu_
-  bool stopping_ = false;                                // guarded by mu_
-  int inline_runs_ = 0;                                  // guarded by mu_; Stop waits for them
-  uint64_t next_sequence_ = 0;                           // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<Slot> slots_ INFERD_GUARDED_BY(mu_);           // one per instance
+  std::map<uint64_t, Level> levels_ INFERD_GUARDED_BY(mu_);  // 1 = highest priority
+  std::deque<std::unique_ptr<PendingRequest>> delayed_ INFERD_GUARDED_BY(mu_);
+  bool stopping_ INFERD_GUARDED_BY(mu_) = false;
+  int inline_runs_ INFERD_GUARDED_BY(mu_) = 0;  // Stop waits for them
   std::vector<std::thread> threads_;
-
-  // preserve_ordering: responses held until every earlier one has left.
-  struct Ordering;
-  std::shared_ptr<Ordering> ordering_;
 };
 
 // Signature of a request's non-batch shapes and datatypes: requests batch

@@ -1,10 +1,8 @@
 #include "scheduler/ensemble_scheduler.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 
 #include "core/classification.h"
@@ -22,30 +20,45 @@ uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
 }  // namespace
 
 struct EnsembleScheduler::Tracker {
-  std::mutex mu;
-  std::condition_variable cv;
-  int64_t runs = 0;  // guarded by mu
-  bool stopping = false;
+  Mutex mu;
+  CondVar cv;
+  int64_t runs INFERD_GUARDED_BY(mu) = 0;
+  bool stopping INFERD_GUARDED_BY(mu) = false;
 };
 
-// One ensemble request in flight.
+// One ensemble request in flight. Lives until its last step's sink lets go.
 struct EnsembleScheduler::Run {
-  std::mutex mu;
-  std::unique_ptr<PendingRequest> pending;  // null once finished
   struct Tensor {
     DataType datatype;
     Shape shape;
     BufferView data;
     std::shared_ptr<const void> owner;  // keeps `data` alive
   };
-  std::map<std::string, Tensor> tensors;  // guarded by mu
-  std::vector<bool> launched;             // guarded by mu
-  size_t steps_done = 0;                  // guarded by mu
+  Mutex mu;
+  std::unique_ptr<PendingRequest> pending INFERD_GUARDED_BY(mu);  // null once completed
+  std::map<std::string, Tensor> tensors INFERD_GUARDED_BY(mu);
+  std::vector<bool> launched INFERD_GUARDED_BY(mu);
+  size_t steps_done INFERD_GUARDED_BY(mu) = 0;
   std::shared_ptr<Tracker> tracker;
   ~Run() {
-    std::lock_guard<std::mutex> lock(tracker->mu);
-    if (--tracker->runs == 0) tracker->cv.notify_all();
+    MutexLock lock(tracker->mu);
+    if (--tracker->runs == 0) tracker->cv.NotifyAll();
   }
+};
+
+// The sink of one step: hands its one response (or error) to OnStepDone.
+class EnsembleScheduler::StepSink final : public SingleResponseSink<StepSink> {
+ public:
+  StepSink(EnsembleScheduler* scheduler, std::shared_ptr<Run> run, size_t step)
+      : scheduler_(scheduler), run_(std::move(run)), step_(step) {}
+  void Complete(Status status, std::unique_ptr<InferResponse> response) {
+    scheduler_->OnStepDone(run_, step_, std::move(status), std::move(response));
+  }
+
+ private:
+  EnsembleScheduler* const scheduler_;
+  const std::shared_ptr<Run> run_;
+  const size_t step_;
 };
 
 Status EnsembleScheduler::Validate(const ModelSpec& spec, const SchedulerConfig& config) {
@@ -107,17 +120,17 @@ EnsembleScheduler::EnsembleScheduler(ModelIdentity model, const ModelSpec& spec,
 EnsembleScheduler::~EnsembleScheduler() { Stop(); }
 
 void EnsembleScheduler::Stop() {
-  std::unique_lock<std::mutex> lock(tracker_->mu);
+  MutexLock lock(tracker_->mu);
   tracker_->stopping = true;
-  tracker_->cv.wait(lock, [&] { return tracker_->runs == 0; });
+  while (tracker_->runs != 0) tracker_->cv.Wait(lock);
 }
 
 void EnsembleScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   pending->arrival = ctx_.clock->Now();
   {
-    std::unique_lock<std::mutex> lock(tracker_->mu);
+    MutexLock lock(tracker_->mu);
     if (tracker_->stopping) {
-      lock.unlock();
+      lock.Unlock();
       FailPending(ctx_, *pending, FailReason::kRejected,
                   Unavailable("ensemble '" + ctx_.model.name + "' is unloading"));
       return;
@@ -126,23 +139,23 @@ void EnsembleScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   }
   auto run = std::make_shared<Run>();
   run->tracker = tracker_;
-  run->launched.assign(steps_.size(), false);
   // The ensemble request's inputs become the first tensors; the request
   // itself (owned by the run) keeps their bytes alive.
   std::shared_ptr<InferRequest> request(std::move(pending->request));
-  for (const auto& in : request->inputs) {
-    run->tensors[in.name] = Run::Tensor{in.datatype, in.shape, in.data, request};
-  }
   pending->request = std::make_unique<InferRequest>();
   pending->request->id = request->id;
   pending->request->outputs = request->outputs;
   pending->request->cancel_flag = request->cancel_flag;
   pending->request->batch_size = request->batch_size;
   pending->request->Hold(request);
-  run->pending = std::move(pending);
   std::vector<size_t> ready;
   {
-    std::lock_guard<std::mutex> lock(run->mu);
+    MutexLock lock(run->mu);
+    run->launched.assign(steps_.size(), false);
+    for (const auto& in : request->inputs) {
+      run->tensors[in.name] = Run::Tensor{in.datatype, in.shape, in.data, request};
+    }
+    run->pending = std::move(pending);
     for (size_t i = 0; i < steps_.size(); ++i) {
       bool ok = true;
       for (const auto& [in, tensor] : steps_[i].input_map) ok = ok && run->tensors.count(tensor);
@@ -161,7 +174,7 @@ void EnsembleScheduler::Launch(const std::shared_ptr<Run>& run, size_t index) {
   req->model_name = step.model_name;
   req->model_version = step.model_version;
   {
-    std::lock_guard<std::mutex> lock(run->mu);
+    MutexLock lock(run->mu);
     if (!run->pending) return;  // already failed
     req->id = run->pending->request->id;
     req->cancel_flag = run->pending->request->cancel_flag;
@@ -172,29 +185,27 @@ void EnsembleScheduler::Launch(const std::shared_ptr<Run>& run, size_t index) {
     }
   }
   for (const auto& [output, tensor] : step.output_map) req->outputs.push_back({output, 0});
-  infer_(std::move(req), [this, run, index](Status s, std::unique_ptr<InferResponse> r) {
-    OnStepDone(run, index, std::move(s), std::move(r));
-  });
+  infer_(std::move(req), std::make_unique<StepSink>(this, run, index));
 }
 
 void EnsembleScheduler::OnStepDone(const std::shared_ptr<Run>& run, size_t index, Status status,
                                    std::unique_ptr<InferResponse> response) {
   const EnsembleStep& step = steps_[index];
   if (!status.ok()) {
-    return Finish(run, status.WithPrefix("in ensemble '" + ctx_.model.name + "', step '" +
-                                         step.model_name + "'"));
+    return Complete(run, status.WithPrefix("in ensemble '" + ctx_.model.name + "', step '" +
+                                           step.model_name + "'"));
   }
   std::shared_ptr<InferResponse> owner(std::move(response));
   for (const auto& [output, tensor] : step.output_map) {
     if (owner->FindOutput(output) == nullptr) {
-      return Finish(run, Internal("in ensemble '" + ctx_.model.name + "', step '" +
-                                  step.model_name + "' did not produce output '" + output + "'"));
+      return Complete(run, Internal("in ensemble '" + ctx_.model.name + "', step '" +
+                                    step.model_name + "' did not produce output '" + output + "'"));
     }
   }
   std::vector<size_t> ready;
   bool all_done = false;
   {
-    std::lock_guard<std::mutex> lock(run->mu);
+    MutexLock lock(run->mu);
     if (!run->pending) return;
     for (const auto& [output, tensor] : step.output_map) {
       const InferOutput* o = owner->FindOutput(output);
@@ -213,14 +224,14 @@ void EnsembleScheduler::OnStepDone(const std::shared_ptr<Run>& run, size_t index
     all_done = run->steps_done == steps_.size();
   }
   for (size_t i : ready) Launch(run, i);
-  if (all_done) Finish(run, Status::Ok());
+  if (all_done) Complete(run, Status::Ok());
 }
 
-void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run, Status status) {
+void EnsembleScheduler::Complete(const std::shared_ptr<Run>& run, Status status) {
   std::unique_ptr<PendingRequest> pending;
   std::unique_ptr<InferResponse> response;
   {
-    std::lock_guard<std::mutex> lock(run->mu);
+    MutexLock lock(run->mu);
     if (!run->pending) return;
     pending = std::move(run->pending);
     if (status.ok()) {
@@ -243,7 +254,6 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run, Status status) {
   }
   // The classification extension applies to an ensemble's outputs as to any model's.
   if (status.ok()) status = ApplyClassification(spec_, *pending->request, *response);
-  if (!status.ok()) response.reset();
   const auto now = ctx_.clock->Now();
   if (ctx_.stats) {
     if (status.ok()) {
@@ -255,7 +265,11 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Run>& run, Status status) {
       ctx_.stats->RecordFailure(FailReason::kOther, Ns(pending->arrival, now));
     }
   }
-  pending->completion(status, std::move(response));
+  if (status.ok()) {
+    pending->sink->Send(std::move(response), /*final=*/true);
+  } else {
+    pending->sink->Finish(std::move(status));
+  }
 }
 
 }  // namespace inferd

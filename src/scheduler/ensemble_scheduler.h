@@ -1,28 +1,41 @@
 // EnsembleScheduler: runs a model's `ensemble_scheduling` pipeline in
 // process. Each step is an ordinary inference on its composing model,
-// submitted through `infer` (the server's own entry point), so each step is
-// validated and goes through that model's scheduler — batching works inside
-// pipelines. Intermediate tensors stay in memory: a step's inputs are views
-// into the ensemble request or into earlier steps' responses, kept alive by
-// shared ownership. The first error of any step completes the ensemble
-// request with that error; later completions are ignored, so nothing hangs.
+// submitted through `infer` (the server's own entry point) with a sink of
+// this scheduler's, so each step is validated and goes through that model's
+// scheduler — batching works inside pipelines. Intermediate tensors stay in
+// memory: a step's inputs are views into the ensemble request or into
+// earlier steps' responses, kept alive by shared ownership.
+//
+// The ensemble request's sink gets exactly one final signal: the response
+// (sent as final) once every step has succeeded, or the first error of any
+// step, prefixed with the ensemble and step names; the results of steps
+// still running after an error are dropped, so nothing hangs. A step whose
+// model sends a non-final response (decoupled) fails the ensemble with
+// INTERNAL: ensembles take one response per step.
 //
 // Threading: Enqueue runs the first steps on the caller's thread; later
-// steps are launched from the completing step's thread. All state of one
-// request is guarded by its own mutex.
+// steps are launched from the thread that delivers the previous step's
+// response. All state of one request is guarded by its own mutex. Stop()
+// refuses new requests and waits until every request in flight, and every
+// step it launched, has finished.
 #pragma once
 
 #include <functional>
 #include <memory>
 
 #include "core/model_spec.h"
+#include "core/response_sink.h"
+#include "core/thread_annotations.h"
 #include "scheduler/batch_runner.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_config.h"
 
 namespace inferd {
 
-using InferFunction = std::function<void(std::unique_ptr<InferRequest>, InferCompletion)>;
+// How an ensemble submits a step: InferenceServer::Infer's shape. Takes
+// ownership of the request and the sink; the sink gets one final signal.
+using InferFunction =
+    std::function<void(std::unique_ptr<InferRequest>, std::unique_ptr<InferResponseSink>)>;
 
 class EnsembleScheduler : public Scheduler {
  public:
@@ -31,6 +44,8 @@ class EnsembleScheduler : public Scheduler {
   // produced twice, no step depends on itself. Errors name the tensor.
   static Status Validate(const ModelSpec& spec, const SchedulerConfig& config);
 
+  // `infer` must stay callable until Stop() returns; `stats` and `clock`
+  // must outlive the scheduler.
   EnsembleScheduler(ModelIdentity model, const ModelSpec& spec, const SchedulerConfig& config,
                     InferFunction infer, ModelStats* stats, Clock* clock);
   ~EnsembleScheduler() override;
@@ -40,10 +55,12 @@ class EnsembleScheduler : public Scheduler {
 
  private:
   struct Run;
+  class StepSink;
   void Launch(const std::shared_ptr<Run>& run, size_t step);
   void OnStepDone(const std::shared_ptr<Run>& run, size_t step, Status status,
                   std::unique_ptr<InferResponse> response);
-  void Finish(const std::shared_ptr<Run>& run, Status status);
+  // Gives the ensemble request its final signal, once (later calls return).
+  void Complete(const std::shared_ptr<Run>& run, Status status);
 
   const BatchContext ctx_;
   const ModelSpec spec_;

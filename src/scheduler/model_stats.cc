@@ -96,7 +96,7 @@ void ModelStats::RecordExecution(uint64_t batch_size, uint64_t input_ns, uint64_
   compute_output_.Add(output_ns);
   compute_infer_hist_.Observe(infer_ns);
   batch_size_hist_.Observe(batch_size);
-  std::lock_guard<std::mutex> lock(batch_mu_);
+  MutexLock lock(batch_mu_);
   auto& b = batch_stats_[batch_size];
   b.compute_input.count++;
   b.compute_input.ns += input_ns;
@@ -126,7 +126,7 @@ ModelStatsSnapshot ModelStats::Snapshot() const {
   s.queue_hist = queue_hist_.Get();
   s.compute_infer_hist = compute_infer_hist_.Get();
   s.batch_size_hist = batch_size_hist_.Get();
-  std::lock_guard<std::mutex> lock(batch_mu_);
+  MutexLock lock(batch_mu_);
   s.batch_stats = batch_stats_;
   return s;
 }

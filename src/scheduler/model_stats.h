@@ -12,8 +12,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "core/thread_annotations.h"
 
 namespace inferd {
 
@@ -90,9 +91,9 @@ class ModelStats {
   void RecordSuccess(uint64_t request_ns, uint64_t queue_ns);
   void RecordFailure(FailReason reason, uint64_t request_ns);
   void RecordExecution(uint64_t batch_size, uint64_t input_ns, uint64_t infer_ns,
-                       uint64_t output_ns);
+                       uint64_t output_ns) INFERD_EXCLUDES(batch_mu_);
   void AddPending(int64_t delta) { pending_.fetch_add(delta, std::memory_order_relaxed); }
-  ModelStatsSnapshot Snapshot() const;
+  ModelStatsSnapshot Snapshot() const INFERD_EXCLUDES(batch_mu_);
 
   // Turns the histograms on: latency buckets from `options`, batch-size
   // buckets 1, 2, 4, ... up to the first power of two >= max_batch_size.
@@ -113,8 +114,8 @@ class ModelStats {
   std::atomic<uint64_t> fail_rejected_{0}, fail_cancelled_{0}, fail_backend_{0}, fail_other_{0};
   std::atomic<int64_t> pending_{0};
   AtomicHistogram request_hist_, queue_hist_, compute_infer_hist_, batch_size_hist_;
-  mutable std::mutex batch_mu_;
-  std::map<uint64_t, BatchStat> batch_stats_;  // guarded by batch_mu_
+  mutable Mutex batch_mu_;
+  std::map<uint64_t, BatchStat> batch_stats_ INFERD_GUARDED_BY(batch_mu_);
 };
 
 }  // namespace inferd

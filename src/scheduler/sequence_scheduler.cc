@@ -118,9 +118,9 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
         ", got " + (is_string ? "a string" : "an integer")));
   }
   const std::string key = Key(req.correlation_id);
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) {
-    lock.unlock();
+    lock.Unlock();
     return reject(Unavailable("model " + model + " is unloading"));
   }
   ReleaseIdleLocked(now);
@@ -137,7 +137,7 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
       it = sequences_.emplace(key, SequenceState{best, now}).first;
     }
   } else if (it == sequences_.end()) {
-    lock.unlock();
+    lock.Unlock();
     return reject(InvalidArgument(
         "inference request for sequence " + key.substr(1) + " to model " + model +
         " must specify the START flag on the first request of the sequence (the sequence is "
@@ -154,51 +154,59 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   pending->batch_signature = key;  // used to keep one request per sequence per batch
   if (ctx_.stats) ctx_.stats->AddPending(1);
   slots_[slot].queue.push_back(std::move(pending));
-  lock.unlock();
-  cv_.notify_all();
+  lock.Unlock();
+  cv_.NotifyAll();
 }
 
 void SequenceScheduler::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
 }
 
+void SequenceScheduler::TakeCancelledLocked(
+    std::deque<std::unique_ptr<PendingRequest>>& queue,
+    std::vector<std::unique_ptr<PendingRequest>>& cancelled) {
+  for (auto it = queue.begin(); it != queue.end();) {
+    if ((*it)->request->IsCancelled()) {
+      cancelled.push_back(std::move(*it));
+      it = queue.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (!cancelled.empty() && ctx_.stats) {
+    ctx_.stats->AddPending(-static_cast<int64_t>(cancelled.size()));
+  }
+}
+
 void SequenceScheduler::InstanceLoop(size_t index) {
-  std::vector<std::unique_ptr<PendingRequest>> batch;
+  std::vector<std::unique_ptr<PendingRequest>> batch, cancelled;
   std::vector<BatchCandidate> view;
   std::vector<size_t> positions;
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto& queue = slots_[index].queue;
   for (;;) {
     // Cancelled requests leave the queue without running.
-    std::vector<std::unique_ptr<PendingRequest>> cancelled;
-    for (auto it = queue.begin(); it != queue.end();) {
-      if ((*it)->request->IsCancelled()) {
-        cancelled.push_back(std::move(*it));
-        it = queue.erase(it);
-      } else {
-        ++it;
-      }
-    }
+    TakeCancelledLocked(queue, cancelled);
     if (!cancelled.empty()) {
-      if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(cancelled.size()));
-      lock.unlock();
+      lock.Unlock();
       for (auto& p : cancelled) {
         FailPending(ctx_, *p, FailReason::kCancelled,
                     Cancelled("request cancelled by the client before it ran"));
       }
-      lock.lock();
+      cancelled.clear();
+      lock.Lock();
       continue;
     }
     if (queue.empty()) {
       if (stopping_) return;
-      ctx_.clock->WaitUntil(lock, cv_, Clock::TimePoint::max());
+      ctx_.clock->WaitUntil(lock.native(), cv_.native(), Clock::TimePoint::max());
       continue;
     }
     // Candidates: the oldest waiting request of each sequence, in queue order.
@@ -215,15 +223,15 @@ void SequenceScheduler::InstanceLoop(size_t index) {
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);
     const BatchDecision d = DecideBatch(policy, view, ctx_.clock->Now());
     if (d.take == 0) {
-      ctx_.clock->WaitUntil(lock, cv_, d.wake_at);
+      ctx_.clock->WaitUntil(lock.native(), cv_.native(), d.wake_at);
       continue;
     }
     for (size_t k = 0; k < d.take; ++k) batch.push_back(std::move(queue[positions[k]]));
     std::erase_if(queue, [](const std::unique_ptr<PendingRequest>& p) { return p == nullptr; });
     if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
-    lock.unlock();
+    lock.Unlock();
     RunBatch(ctx_, *instances_[index], batch);
-    lock.lock();
+    lock.Lock();
   }
 }
 

@@ -13,15 +13,17 @@
 // come; `oldest` also honours preferred batch sizes.
 //
 // Threading: one thread per instance; Enqueue from any thread, never blocks.
+// A request refused at Enqueue (no correlation id, no START, unloading) has
+// its sink finished on the caller's thread; every other sink is told on the
+// sequence's instance thread, so one sequence's responses leave in order.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/thread_annotations.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
 #include "scheduler/scheduler.h"
@@ -36,8 +38,8 @@ class SequenceScheduler : public Scheduler {
                     Clock* clock);
   ~SequenceScheduler() override;
 
-  void Enqueue(std::unique_ptr<PendingRequest> pending) override;
-  void Stop() override;
+  void Enqueue(std::unique_ptr<PendingRequest> pending) override INFERD_EXCLUDES(mu_);
+  void Stop() override INFERD_EXCLUDES(mu_);
 
  private:
   struct Slot {
@@ -49,8 +51,12 @@ class SequenceScheduler : public Scheduler {
     Clock::TimePoint last_seen;
   };
 
-  void InstanceLoop(size_t index);
-  void ReleaseIdleLocked(Clock::TimePoint now);
+  void InstanceLoop(size_t index) INFERD_EXCLUDES(mu_);
+  void ReleaseIdleLocked(Clock::TimePoint now) INFERD_REQUIRES(mu_);
+  // Moves the queue's cancelled requests into `cancelled`.
+  void TakeCancelledLocked(std::deque<std::unique_ptr<PendingRequest>>& queue,
+                           std::vector<std::unique_ptr<PendingRequest>>& cancelled)
+      INFERD_REQUIRES(mu_);
   Status AddControlInputs(InferRequest& request, bool start, bool end) const;
   static std::string Key(const CorrelationId& id);
 
@@ -60,11 +66,12 @@ class SequenceScheduler : public Scheduler {
   bool string_ids_ = false;  // CORRID control is TYPE_STRING
   std::vector<std::unique_ptr<BackendInstance>> instances_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Slot> slots_;  // guarded by mu_; one per instance (deque: Slot is move-only)
-  std::map<std::string, SequenceState> sequences_;  // guarded by mu_
-  bool stopping_ = false;                           // guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  // One per instance (deque: Slot is move-only).
+  std::deque<Slot> slots_ INFERD_GUARDED_BY(mu_);
+  std::map<std::string, SequenceState> sequences_ INFERD_GUARDED_BY(mu_);
+  bool stopping_ INFERD_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

@@ -22,8 +22,9 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
   shared_memory_.set_cuda(cuda_shared_memory_.get());
   mo.registry = registry_.get();
   mo.gpu_count = gpu_count_;
-  mo.ensemble_infer = [this](std::unique_ptr<InferRequest> r, InferCompletion c) {
-    Infer(std::move(r), std::move(c));
+  mo.ensemble_infer = [this](std::unique_ptr<InferRequest> r,
+                             std::unique_ptr<InferResponseSink> sink) {
+    Infer(std::move(r), std::move(sink));
   };
   mo.histograms = options_.histograms;
   manager_ = std::make_unique<ModelManager>(std::move(mo));
@@ -68,11 +69,7 @@ void InferenceServer::PollLoop() {
 
 void InferenceServer::BeginShutdown() { shutting_down_ = true; }
 
-bool InferenceServer::WaitForIdle(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(idle_mu_);
-  return idle_cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                           [&] { return inflight_.load() == 0; });
-}
+bool InferenceServer::WaitForIdle(int timeout_ms) { return inflight_.WaitForIdle(timeout_ms); }
 
 void InferenceServer::Stop() {
   {
@@ -210,26 +207,13 @@ Status InferenceServer::RegisterCudaSharedMemory(const std::string& name,
   return cuda_shared_memory_->Register(name, raw_handle, device_id, byte_size);
 }
 
-void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCompletion completion) {
+void InferenceServer::Infer(std::unique_ptr<InferRequest> request,
+                            std::unique_ptr<InferResponseSink> sink) {
   auto mv = manager_->Get(request->model_name, request->model_version);
-  if (!mv.ok()) {
-    completion(mv.status(), nullptr);
-    return;
-  }
+  if (!mv.ok()) return sink->Finish(mv.status());
   Status valid = ValidateRequest((*mv)->spec(), *request, options_.request_limits);
-  if (!valid.ok()) {
-    completion(valid, nullptr);
-    return;
-  }
-  inflight_.fetch_add(1);
-  (*mv)->Enqueue(std::move(request), [this, completion = std::move(completion)](
-                                         Status s, std::unique_ptr<InferResponse> r) {
-    completion(std::move(s), std::move(r));
-    if (inflight_.fetch_sub(1) == 1) {
-      std::lock_guard<std::mutex> lock(idle_mu_);
-      idle_cv_.notify_all();
-    }
-  });
+  if (!valid.ok()) return sink->Finish(std::move(valid));
+  (*mv)->Enqueue(std::move(request), inflight_.Track(std::move(sink)));
 }
 
 }  // namespace inferd

@@ -3,8 +3,9 @@
 // repository control and inference in protocol-neutral terms.
 //
 // Threading: every method may be called from any thread. Infer() never
-// blocks: it validates, enqueues and returns; the completion runs later on
-// an instance thread (or at once, on the caller's thread, for an error).
+// blocks: it validates, enqueues and returns; the request's sink is told
+// later on an instance thread (or at once, on the caller's thread, for an
+// error or an inline run).
 #pragma once
 
 #include <atomic>
@@ -20,7 +21,9 @@
 #include "backend/backend_registry.h"
 #include "core/infer_request.h"
 #include "core/request_validator.h"
+#include "core/response_sink.h"
 #include "repository/model_manager.h"
+#include "server/inflight_tracker.h"
 #include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
 
@@ -117,10 +120,16 @@ class InferenceServer {
   Status LoadModel(const std::string& name, const std::optional<std::string>& config_json);
   Status UnloadModel(const std::string& name);
 
-  // Validates and enqueues; `completion` is called exactly once.
-  void Infer(std::unique_ptr<InferRequest> request, InferCompletion completion);
+  // Validates the request and hands it with `sink` to the model's
+  // scheduler; never blocks. Takes ownership of both. The sink gets the
+  // request's responses and exactly one final signal (core/response_sink.h):
+  // at once, on this thread, for an unknown model or an invalid request;
+  // later, on an instance thread (or on this thread for an inline run),
+  // otherwise. Accepted requests count as in flight until their final
+  // signal (WaitForIdle).
+  void Infer(std::unique_ptr<InferRequest> request, std::unique_ptr<InferResponseSink> sink);
 
-  int64_t InflightCount() const { return inflight_.load(); }
+  int64_t InflightCount() const { return inflight_.count(); }
 
   // Client shared-memory regions (shared by every front end). Registering
   // and unregistering are allowed only with allow_client_shm().
@@ -150,15 +159,15 @@ class InferenceServer {
   std::unique_ptr<BackendRegistry> registry_;
   std::shared_ptr<DeviceMemory> device_;
   int gpu_count_ = 0;
+  // Requests accepted and not yet answered; declared before the models, whose
+  // requests hold its decorators: destroyed after them.
+  InflightTracker inflight_;
   // Declared before the system manager, which points at it (set_cuda), and
   // before the models, whose requests may hold its regions: destroyed after.
   std::unique_ptr<CudaSharedMemoryManager> cuda_shared_memory_;
   std::unique_ptr<ModelManager> manager_;
   SharedMemoryManager shared_memory_;
   std::atomic<bool> shutting_down_{false};
-  std::atomic<int64_t> inflight_{0};
-  std::mutex idle_mu_;
-  std::condition_variable idle_cv_;
 
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;

@@ -29,7 +29,7 @@ Status CudaSharedMemoryRegion::CopyToHost(uint64_t offset, uint64_t size, char* 
   if (size == 0) return Status::Ok();
   auto stage = staging_->Acquire(size);
   if (!stage.ok()) return stage.status();
-  std::lock_guard<std::mutex> lock(copy_mu_);
+  MutexLock lock(copy_mu_);
   INFERD_RETURN_IF_ERROR(stream_->CopyAsync((*stage)->data(), (*stage)->memory_type(),
                                             mapping_->data() + offset, MemoryType::kGpu, size));
   INFERD_RETURN_IF_ERROR(stream_->Synchronize());
@@ -43,7 +43,7 @@ Status CudaSharedMemoryRegion::CopyFromHost(uint64_t offset, const char* src, ui
   auto stage = staging_->Acquire(size);
   if (!stage.ok()) return stage.status();
   std::memcpy((*stage)->data(), src, size);
-  std::lock_guard<std::mutex> lock(copy_mu_);
+  MutexLock lock(copy_mu_);
   INFERD_RETURN_IF_ERROR(stream_->CopyAsync(mapping_->data() + offset, MemoryType::kGpu,
                                             (*stage)->data(), (*stage)->memory_type(), size));
   return stream_->Synchronize();
@@ -58,7 +58,7 @@ Status CudaSharedMemoryManager::Register(const std::string& name, const std::str
   const std::string what = prefix + ": ";
   if (name.empty()) return InvalidArgument("a CUDA shared memory region needs a name");
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (regions_.count(name)) {
       return AlreadyExists(what + "a region of that name is already registered");
     }
@@ -86,7 +86,7 @@ Status CudaSharedMemoryManager::Register(const std::string& name, const std::str
   r->mapping_ = std::move(*mapping);
   r->stream_ = std::move(*stream);
   r->staging_ = &staging_;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!regions_.emplace(name, std::move(r)).second) {
     return AlreadyExists(what + "a region of that name is already registered");
   }
@@ -94,7 +94,7 @@ Status CudaSharedMemoryManager::Register(const std::string& name, const std::str
 }
 
 Status CudaSharedMemoryManager::Unregister(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (name.empty()) {
     regions_.clear();
     return Status::Ok();
@@ -105,7 +105,7 @@ Status CudaSharedMemoryManager::Unregister(const std::string& name) {
 
 StatusOr<std::vector<CudaRegionStatus>> CudaSharedMemoryManager::GetStatus(
     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<CudaRegionStatus> out;
   for (const auto& [n, r] : regions_) {
     if (!name.empty() && n != name) continue;
@@ -117,7 +117,7 @@ StatusOr<std::vector<CudaRegionStatus>> CudaSharedMemoryManager::GetStatus(
 
 StatusOr<std::shared_ptr<CudaSharedMemoryRegion>> CudaSharedMemoryManager::Find(
     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = regions_.find(name);
   if (it == regions_.end()) return NotFound(NotFoundMessage(name));
   return it->second;

@@ -20,13 +20,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/device_memory.h"
 #include "core/pinned_pool.h"
 #include "core/status.h"
+#include "core/thread_annotations.h"
 
 namespace inferd {
 
@@ -40,9 +40,10 @@ class CudaSharedMemoryRegion {
   // the region.
   Status CheckRange(uint64_t offset, uint64_t size) const;
   // Device -> host: `size` bytes at `offset` into `dst` (host memory).
-  Status CopyToHost(uint64_t offset, uint64_t size, char* dst) const;
+  Status CopyToHost(uint64_t offset, uint64_t size, char* dst) const INFERD_EXCLUDES(copy_mu_);
   // Host -> device: `size` bytes from `src` to `offset`.
-  Status CopyFromHost(uint64_t offset, const char* src, uint64_t size) const;
+  Status CopyFromHost(uint64_t offset, const char* src, uint64_t size) const
+      INFERD_EXCLUDES(copy_mu_);
 
  private:
   friend class CudaSharedMemoryManager;
@@ -50,9 +51,10 @@ class CudaSharedMemoryRegion {
   int64_t device_id_ = 0;
   uint64_t byte_size_ = 0;
   std::unique_ptr<MemoryBuffer> mapping_;  // the opened IPC handle
-  std::unique_ptr<CopyStream> stream_;     // guarded by copy_mu_
+  // Set once at registration; the stream is used under copy_mu_.
+  std::unique_ptr<CopyStream> stream_ INFERD_PT_GUARDED_BY(copy_mu_);
   PinnedStagingPool* staging_ = nullptr;
-  mutable std::mutex copy_mu_;
+  mutable Mutex copy_mu_;
 };
 
 struct CudaRegionStatus {
@@ -71,19 +73,21 @@ class CudaSharedMemoryManager {
   // does not exist, a handle CUDA cannot open, byte_size 0 or larger than
   // the exported allocation, and no GPU at all.
   Status Register(const std::string& name, const std::string& raw_handle, int64_t device_id,
-                  uint64_t byte_size);
+                  uint64_t byte_size) INFERD_EXCLUDES(mu_);
   // One region (unknown: NOT_FOUND) or all (empty name).
-  Status Unregister(const std::string& name);
-  StatusOr<std::vector<CudaRegionStatus>> GetStatus(const std::string& name) const;
-  StatusOr<std::shared_ptr<CudaSharedMemoryRegion>> Find(const std::string& name) const;
+  Status Unregister(const std::string& name) INFERD_EXCLUDES(mu_);
+  StatusOr<std::vector<CudaRegionStatus>> GetStatus(const std::string& name) const
+      INFERD_EXCLUDES(mu_);
+  StatusOr<std::shared_ptr<CudaSharedMemoryRegion>> Find(const std::string& name) const
+      INFERD_EXCLUDES(mu_);
 
   int DeviceCount() const { return device_->DeviceCount(); }
 
  private:
   std::shared_ptr<DeviceMemory> device_;
   PinnedStagingPool staging_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<CudaSharedMemoryRegion>> regions_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<CudaSharedMemoryRegion>> regions_ INFERD_GUARDED_BY(mu_);
 };
 
 }  // namespace inferd

@@ -105,7 +105,7 @@ Status SharedMemoryManager::Register(const std::string& name, const std::string&
     return InvalidArgument("shared memory region '" + name + "': offset + byte_size overflows");
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (regions_.count(name)) {
       return AlreadyExists("shared memory region '" + name + "' already in manager");
     }
@@ -138,7 +138,7 @@ Status SharedMemoryManager::Register(const std::string& name, const std::string&
     return InvalidArgument("unable to map shared memory region '" + name + "'");
   }
   region->base_ = static_cast<char*>(p);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!regions_.emplace(name, region).second) {
     return AlreadyExists("shared memory region '" + name + "' already in manager");
   }
@@ -146,7 +146,7 @@ Status SharedMemoryManager::Register(const std::string& name, const std::string&
 }
 
 Status SharedMemoryManager::Unregister(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (name.empty()) {
     regions_.clear();
     return Status::Ok();
@@ -159,7 +159,7 @@ Status SharedMemoryManager::Unregister(const std::string& name) {
 
 StatusOr<std::vector<RegionStatus>> SharedMemoryManager::GetStatus(const std::string& name) const {
   std::vector<RegionStatus> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [n, r] : regions_) {
     if (!name.empty() && n != name) continue;
     out.push_back(RegionStatus{n, r->key(), r->offset(), r->byte_size()});
@@ -172,7 +172,7 @@ StatusOr<std::vector<RegionStatus>> SharedMemoryManager::GetStatus(const std::st
 
 StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryManager::Find(
     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = regions_.find(name);
   if (it == regions_.end()) {
     return NotFound("Unable to find shared memory region: '" + name + "'");

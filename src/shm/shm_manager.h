@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/infer_request.h"
 #include "core/status.h"
 #include "core/tensor.h"
+#include "core/thread_annotations.h"
 
 namespace inferd {
 
@@ -96,14 +96,15 @@ class SharedMemoryManager {
   // Maps the object `key` (a POSIX name like "/my_region"). Errors: a bad
   // key, a missing object, a range past the object's size, a duplicate name.
   Status Register(const std::string& name, const std::string& key, uint64_t offset,
-                  uint64_t byte_size);
+                  uint64_t byte_size) INFERD_EXCLUDES(mu_);
   // Unregisters one region (an unknown name is NOT_FOUND), or all when
   // `name` is empty.
-  Status Unregister(const std::string& name);
+  Status Unregister(const std::string& name) INFERD_EXCLUDES(mu_);
   // Status of one region (unknown: NOT_FOUND) or all (empty name).
-  StatusOr<std::vector<RegionStatus>> GetStatus(const std::string& name) const;
+  StatusOr<std::vector<RegionStatus>> GetStatus(const std::string& name) const INFERD_EXCLUDES(mu_);
   // The region for an inference; NOT_FOUND naming it if unknown.
-  StatusOr<std::shared_ptr<SharedMemoryRegion>> Find(const std::string& name) const;
+  StatusOr<std::shared_ptr<SharedMemoryRegion>> Find(const std::string& name) const
+      INFERD_EXCLUDES(mu_);
 
   // The CUDA regions, which share the namespace of region names and are
   // found through this manager by the codecs (null: none). Set once, before
@@ -115,8 +116,8 @@ class SharedMemoryManager {
   static bool IsValidKey(const std::string& key);
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<SharedMemoryRegion>> regions_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<SharedMemoryRegion>> regions_ INFERD_GUARDED_BY(mu_);
   const CudaSharedMemoryManager* cuda_ = nullptr;
 };
 

@@ -43,8 +43,8 @@ struct Results {
   std::map<std::string, Status> status;
   std::map<std::string, int32_t> value;
 
-  InferCompletion For(const std::string& id) {
-    return [this, id](Status s, std::unique_ptr<InferResponse> r) {
+  std::unique_ptr<InferResponseSink> For(const std::string& id) {
+    return MakeSingleResponseSink([this, id](Status s, std::unique_ptr<InferResponse> r) {
       std::lock_guard<std::mutex> lock(mu);
       if (r) {
         int32_t v;
@@ -53,7 +53,7 @@ struct Results {
       }
       status[id] = s;
       cv.notify_all();
-    };
+    });
   }
   bool WaitFor(size_t n) {
     std::unique_lock<std::mutex> lock(mu);
@@ -75,7 +75,7 @@ std::unique_ptr<PendingRequest> Request(const std::string& id, int32_t value, Re
   for (int64_t i = 0; i < batch; ++i) std::memcpy(buf + 4 * i, &value, 4);
   in.data = BufferView{buf, static_cast<size_t>(4 * batch)};
   p->request->inputs.push_back(in);
-  p->completion = results.For(id);
+  p->sink = results.For(id);
   return p;
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/infer_call.h"
 #include "frontend/grpc/restricted_grpc.h"
 
 namespace inferd::grpc_frontend {
@@ -24,125 +25,6 @@ namespace {
 ::grpc::ServerUnaryReactor* NotServed(::grpc::CallbackServerContext* ctx, const char* what) {
   return FinishNow(ctx, Unimplemented(std::string(what) + " is not supported by this server yet"));
 }
-
-// The messages of one ModelInfer call, on a protobuf arena whose first block
-// is inline (a request and response like `simple`'s need no further
-// allocation for their fields). Shared-owned: gRPC's reference is dropped in
-// Release(); the decoded InferRequest holds another for as long as its
-// inputs point into the request.
-class InferMessageHolder final
-    : public ::grpc::MessageHolder<ModelInferRequest, ModelInferResponse>,
-      public std::enable_shared_from_this<InferMessageHolder> {
- public:
-  static InferMessageHolder* Create() {
-    auto holder = std::make_shared<InferMessageHolder>();
-    holder->self_ = holder;
-    return holder.get();
-  }
-  InferMessageHolder() : arena_(InlineBlock(block_, sizeof(block_))) {
-    set_request(google::protobuf::Arena::CreateMessage<ModelInferRequest>(&arena_));
-    set_response(google::protobuf::Arena::CreateMessage<ModelInferResponse>(&arena_));
-  }
-  void Release() override {
-    auto last = std::move(self_);  // may destroy *this when it goes out of scope
-  }
-  // The request, keeping the whole holder (its arena) alive.
-  std::shared_ptr<const ModelInferRequest> shared_request() {
-    return std::shared_ptr<const ModelInferRequest>(shared_from_this(), request());
-  }
-
- private:
-  static google::protobuf::ArenaOptions InlineBlock(char* block, size_t size) {
-    google::protobuf::ArenaOptions o;
-    o.initial_block = block;
-    o.initial_block_size = size;
-    return o;
-  }
-
-  alignas(std::max_align_t) char block_[2048];  // before arena_: it is the arena's first block
-  google::protobuf::Arena arena_;
-  std::shared_ptr<InferMessageHolder> self_;  // gRPC's reference
-};
-
-// One unary ModelInfer. Finished exactly once: by the inference completion
-// (any thread) or by OnCancel, whichever claims it first. Shared-owned:
-// gRPC's reference is dropped in OnDone and the completion holds another, so
-// a completion arriving after a cancellation finds the object alive and
-// leaves the finished call alone.
-class InferCall final : public ::grpc::ServerUnaryReactor {
- public:
-  static std::shared_ptr<InferCall> Create(ModelInferResponse* response) {
-    auto call = std::make_shared<InferCall>(response);
-    call->self_ = call;
-    return call;
-  }
-  explicit InferCall(ModelInferResponse* response) : response_(response) {}
-
-  void Complete(Status status, std::unique_ptr<InferResponse> response) {
-    if (stage_.load(std::memory_order_acquire) == kInHandler) {
-      // Completed inside ModelInfer (inline execution): leave the result for
-      // the handler, which answers like a plain unary method.
-      inline_status_ = std::move(status);
-      inline_response_ = std::move(response);
-      int expected = kInHandler;
-      if (stage_.compare_exchange_strong(expected, kInline, std::memory_order_acq_rel)) return;
-      status = std::move(inline_status_);  // the handler has returned meanwhile
-      response = std::move(inline_response_);
-    }
-    if (claimed_.exchange(true)) return;  // cancelled: the call is finished
-    if (!status.ok()) return Finish(ToGrpcStatus(status));
-    // The response message lives until OnDone, which cannot come before Finish.
-    Finish(ToGrpcStatus(EncodeInferResponse(*response, shm_outputs_, response_)));
-  }
-
-  // Outputs to write into shared memory; set before the request is started.
-  void set_shm_outputs(std::map<std::string, SharedMemoryOutput> outputs) {
-    shm_outputs_ = std::move(outputs);
-  }
-
-  // Set when the client cancels or the deadline passes; the scheduler drops
-  // the request if it is still queued. Shares ownership of the call.
-  static std::shared_ptr<std::atomic<bool>> CancelFlag(const std::shared_ptr<InferCall>& call) {
-    return std::shared_ptr<std::atomic<bool>>(call, &call->cancelled_);
-  }
-
-  void OnCancel() override {
-    cancelled_.store(true, std::memory_order_relaxed);
-    if (!claimed_.exchange(true)) Finish(::grpc::Status::CANCELLED);
-  }
-
-  void OnDone() override {
-    auto last = std::move(self_);  // may destroy *this when it goes out of scope
-  }
-
-  // Called by ModelInfer once the inference is started. If it already
-  // completed, answers through the context's default reactor (no reactor
-  // of ours for gRPC to call back: one thread hop fewer) and returns that;
-  // else nullptr, and this call is gRPC's reactor.
-  ::grpc::ServerUnaryReactor* FinishIfCompleted(::grpc::CallbackServerContext* ctx) {
-    int expected = kInHandler;
-    if (stage_.compare_exchange_strong(expected, kAsync, std::memory_order_acq_rel)) {
-      return nullptr;
-    }
-    Status status = inline_status_;
-    if (status.ok()) status = EncodeInferResponse(*inline_response_, shm_outputs_, response_);
-    self_.reset();  // gRPC never holds this object
-    auto* reactor = ctx->DefaultReactor();
-    reactor->Finish(ToGrpcStatus(status));
-    return reactor;
-  }
-
- private:
-  enum Stage { kInHandler, kInline, kAsync };
-  ModelInferResponse* const response_;
-  std::atomic<int> stage_{kInHandler};
-  Status inline_status_;                            // set before stage_ becomes kInline
-  std::unique_ptr<InferResponse> inline_response_;  // likewise
-  std::map<std::string, SharedMemoryOutput> shm_outputs_;
-  std::atomic<bool> claimed_{false};
-  std::atomic<bool> cancelled_{false};
-  std::shared_ptr<InferCall> self_;
-};
 
 // Parses the version or finishes the call with the error.
 template <typename Fn>
@@ -305,9 +187,7 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
   auto call = InferCall::Create(response);
   call->set_shm_outputs(std::move(decoded->shm_outputs));
   decoded->request->cancel_flag = InferCall::CancelFlag(call);
-  server_.Infer(std::move(decoded->request), [call](Status s, std::unique_ptr<InferResponse> r) {
-    call->Complete(std::move(s), std::move(r));
-  });
+  server_.Infer(std::move(decoded->request), InferCall::MakeSink(call));
   if (auto* done = call->FinishIfCompleted(ctx)) return done;
   return call.get();
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <deque>
 
+#include "core/response_sink.h"
 #include "frontend/grpc/grpc_codec.h"
 
 namespace inferd::grpc_frontend {
@@ -66,7 +67,7 @@ class StreamInferReactor final
       slot->model_version = message->model_version();
       pending_.push_back(slot);
     }
-    // Outside the lock: an error completion runs on this thread, inside Infer.
+    // Outside the lock: an error is delivered on this thread, inside Infer.
     Process(std::move(message), slot);
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_ || reads_done_) return;
@@ -100,8 +101,24 @@ class StreamInferReactor final
     std::string id, model_name, model_version;
     std::map<std::string, SharedMemoryOutput> shm_outputs;  // set before the request starts
     bool done = false;                                      // guarded by the reactor's mu_
-    Status error;  // written by the completion before `done`
+    Status error;                                           // written by Complete before `done`
     ModelStreamInferResponse response;
+  };
+
+  // The sink of one request: its one response (or error) fills its slot. A
+  // non-final response, or none, fills it with INTERNAL naming the problem
+  // (SingleResponseSink), in its place in the stream.
+  class SlotSink final : public SingleResponseSink<SlotSink> {
+   public:
+    SlotSink(std::shared_ptr<StreamInferReactor> stream, std::shared_ptr<Slot> slot)
+        : stream_(std::move(stream)), slot_(std::move(slot)) {}
+    void Complete(Status status, std::unique_ptr<InferResponse> response) {
+      stream_->Complete(slot_, std::move(status), std::move(response));
+    }
+
+   private:
+    const std::shared_ptr<StreamInferReactor> stream_;
+    const std::shared_ptr<Slot> slot_;
   };
 
   void Process(std::shared_ptr<ModelInferRequest> message, const std::shared_ptr<Slot>& slot) {
@@ -121,14 +138,11 @@ class StreamInferReactor final
     slot->shm_outputs = std::move(decoded->shm_outputs);
     // One flag for the stream: set when nobody will read its responses.
     decoded->request->cancel_flag = std::shared_ptr<std::atomic<bool>>(self, &cancelled_);
-    server_.Infer(std::move(decoded->request),
-                  [self, slot](Status s, std::unique_ptr<InferResponse> r) {
-                    self->Complete(slot, std::move(s), std::move(r));
-                  });
+    server_.Infer(std::move(decoded->request), std::make_unique<SlotSink>(std::move(self), slot));
   }
 
-  // Any thread. Fills the slot (it is this completion's alone until `done`),
-  // then writes whatever is ready.
+  // Any thread, once per slot. Fills the slot (it is this call's alone until
+  // `done`), then writes whatever is ready.
   void Complete(const std::shared_ptr<Slot>& slot, Status status,
                 std::unique_ptr<InferResponse> response) {
     auto* infer_response = slot->response.mutable_infer_response();

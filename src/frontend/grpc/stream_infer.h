@@ -9,12 +9,14 @@
 // on, unless the client opened it with metadata `triton_grpc_error: true`:
 // then the first error (in request order) ends the stream with its status,
 // after the responses before it. Every response carries
-// parameters["triton_final_response"] = true.
+// parameters["triton_final_response"] = true. Each request's sink fills its
+// slot with one response; a non-final response (a decoupled model) fills
+// it with an INTERNAL error instead, in its place.
 //
 // Lifetime: the reactor is shared-owned. gRPC's reference is dropped in
-// OnDone; each pending completion holds another, so a completion that arrives
-// after the stream ended (cancelled, write failed) touches only the reactor's
-// own state and never calls into a finished call.
+// OnDone; each request's sink holds another, so a response that arrives
+// after the stream ended (cancelled, write failed) touches only the
+// reactor's own state and never calls into a finished call.
 #pragma once
 
 #include <grpcpp/grpcpp.h>

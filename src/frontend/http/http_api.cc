@@ -9,6 +9,7 @@
 
 #include "core/sanitize.h"
 #include "frontend/http/compression.h"
+#include "frontend/http/http_infer_sink.h"
 #include "frontend/http/infer_codec.h"
 #include "repository/repository_scan.h"
 
@@ -335,28 +336,8 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
   const std::string* accept = req.Header("Accept-Encoding");
   const Encoding encoding = accept ? ChooseEncoding(*accept) : Encoding::kIdentity;
   server_.Infer(std::move(decoded->request),
-                [responder, enc = std::move(decoded->encoding), encoding](
-                    Status s, std::unique_ptr<InferResponse> response) {
-                  if (!s.ok()) return responder->Send(FromStatus(s));
-                  auto encoded = EncodeInferResponse(*response, enc);
-                  if (!encoded.ok()) return responder->Send(FromStatus(encoded.status()));
-                  HttpResponse r;
-                  if (encoded->header_length) {
-                    r.content_type = "application/octet-stream";
-                    r.headers.emplace_back("Inference-Header-Content-Length",
-                                           std::to_string(*encoded->header_length));
-                  }
-                  r.body = std::move(encoded->body);
-                  if (encoding != Encoding::kIdentity) {
-                    auto z = Compress(r.body, encoding);
-                    if (z.ok()) {
-                      r.body = std::move(*z);
-                      r.headers.emplace_back("Content-Encoding",
-                                             encoding == Encoding::kGzip ? "gzip" : "deflate");
-                    }
-                  }
-                  responder->Send(std::move(r));
-                });
+                std::make_unique<HttpInferSink>(std::move(responder), std::move(decoded->encoding),
+                                                encoding));
 }
 
 void HttpApi::HandleRepository(const HttpRequest& req, const std::vector<std::string>& segs,
