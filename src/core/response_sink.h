@@ -11,23 +11,25 @@
 // `response` is never null. Every path in the server today sends exactly one
 // response, final, or finishes with an error.
 //
-// Ownership: whoever holds the sink's unique_ptr is its producer. A front
-// end creates the sink and hands it to InferenceServer::Infer; from then on
-// the server (its in-flight decorator), the model's scheduler (inside a
-// PendingRequest), and the batch runner or ensemble acting for the request
-// own it, and the last owner destroys it after the final signal. A sink
-// outlives nothing it does not own: front-end sinks keep their call or
-// connection state alive by shared ownership. Responses are moved into the
-// sink; the sink may keep or drop them.
+// Ownership: the sink is owned through a unique_ptr by whoever must
+// signal it next, and destroyed by its last owner after the final signal.
+// A front end creates it and hands it to InferenceServer::Infer, which wraps
+// it in its in-flight decorator (which owns it); the decorator goes to the
+// model's scheduler inside a PendingRequest (wrapped once more by the
+// reorder buffer under preserve_ordering), and the batch runner, or the
+// ensemble acting for the request, signals it. A decorator forwards the
+// signals in order and lets its inner sink go after the final one. A sink
+// keeps whatever it needs (a call, a connection) alive by shared
+// ownership, never by borrowing. Responses are moved into the sink, which
+// may keep or drop them.
 //
 // Threading: calls for one request never overlap (its producer orders them)
 // but may come from different threads, one after another; the final signal
 // may come on the thread that called Infer (an immediate error, an inline
 // run). Implementations never block: they encode and hand bytes to a
-// transport, or record and return. They must not call back into the
-// producer (Enqueue/Infer on the same scheduler from inside a signal is
-// allowed only through a new request, as ensembles do). Sinks of different
-// requests are independent.
+// transport, or record and return. A sink may start new requests (an
+// ensemble step's sink launches the next step through Infer). Sinks of
+// different requests are independent.
 //
 // Errors: a call after the final signal is a bug in the producer;
 // implementations ignore it. A sink destroyed without a final signal is
