@@ -23,9 +23,9 @@
 //
 // Threading: every function and macro is safe from any thread. Each line is
 // written whole under a lock (one write(2) unless the kernel takes it in
-// parts), so lines from different threads never interleave. Settings are process-wide (the log is: stderr is one per
-// process) and may change at any time; a line being written when they change
-// is written under the old or the new ones.
+// parts), so lines from different threads never interleave. Settings are
+// process-wide (as stderr is) and may change at any time; a line being
+// written when they change follows the old or the new ones.
 //
 // Errors: a failed write is dropped (there is nowhere left to report it).
 #pragma once
