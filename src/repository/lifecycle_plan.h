@@ -54,7 +54,9 @@ struct SourceModel {
   // Non-empty: listed but must not be loaded (the listing's problem, or why
   // the model could not be fingerprinted).
   std::string problem;
-  std::string fingerprint;  // the source's fingerprint; "" with a problem
+  // The source's fingerprint; "" with a problem, and for models the request
+  // does not concern (not looked at).
+  std::string fingerprint;
 };
 using SourceModels = std::map<std::string, SourceModel>;
 
