@@ -6,6 +6,7 @@
 
 #include "core/request_validator.h"
 #include "core/sanitize.h"
+#include "repository/repository_source_factory.h"
 
 namespace inferd {
 
@@ -16,7 +17,8 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
       gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
       cuda_shared_memory_(std::make_unique<CudaSharedMemoryManager>(device_)) {
   ModelManagerOptions mo;
-  mo.repositories = options_.repositories;
+  mo.source = MakeRepositorySource(options_.repositories);
+  mo.clock = RealClock::Get();
   mo.mode = options_.control_mode;
   mo.startup_models = options_.startup_models;
   shared_memory_.set_cuda(cuda_shared_memory_.get());
@@ -50,20 +52,11 @@ Status InferenceServer::Start() {
   Status s = manager_->LoadStartupModels();
   if (!s.ok() && options_.exit_on_error) return s;
   if (options_.control_mode == ModelControlMode::kPoll && options_.repository_poll_secs > 0) {
-    poller_ = std::thread([this] { PollLoop(); });
+    poller_ = std::make_unique<RepositoryPoller>(
+        RealClock::Get(), std::chrono::seconds(options_.repository_poll_secs),
+        [this] { manager_->PollOnce(); });
   }
   return Status::Ok();
-}
-
-void InferenceServer::PollLoop() {
-  std::unique_lock<std::mutex> lock(poll_mu_);
-  while (!poll_stop_) {
-    poll_cv_.wait_for(lock, std::chrono::seconds(options_.repository_poll_secs));
-    if (poll_stop_) break;
-    lock.unlock();
-    manager_->PollOnce();
-    lock.lock();
-  }
 }
 
 void InferenceServer::BeginShutdown() { shutting_down_ = true; }
@@ -75,12 +68,7 @@ bool InferenceServer::WaitForIdle(int timeout_ms) {
 }
 
 void InferenceServer::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(poll_mu_);
-    poll_stop_ = true;
-  }
-  poll_cv_.notify_all();
-  if (poller_.joinable()) poller_.join();
+  if (poller_) poller_->Stop();
   if (manager_) manager_->StopAll();
 }
 
@@ -168,15 +156,14 @@ std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only,
 }
 
 std::vector<std::string> InferenceServer::ServerPaths() const {
-  std::vector<std::string> paths = options_.repositories;
-  paths.push_back(registry_->backend_directory());
-  for (size_t i = 0, n = paths.size(); i < n; ++i) {
-    std::error_code ec;
-    auto full = std::filesystem::weakly_canonical(paths[i], ec);
-    if (!ec) paths.push_back(full.string());
-    auto abs = std::filesystem::absolute(paths[i], ec);
-    if (!ec) paths.push_back(abs.lexically_normal().string());
-  }
+  std::vector<std::string> paths = manager_->source().PathsToRedact();
+  const std::string& backends = registry_->backend_directory();
+  paths.push_back(backends);
+  std::error_code ec;
+  auto full = std::filesystem::weakly_canonical(backends, ec);
+  if (!ec) paths.push_back(full.string());
+  auto abs = std::filesystem::absolute(backends, ec);
+  if (!ec) paths.push_back(abs.lexically_normal().string());
   return paths;
 }
 

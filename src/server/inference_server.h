@@ -21,6 +21,7 @@
 #include "core/infer_request.h"
 #include "core/request_validator.h"
 #include "repository/model_manager.h"
+#include "repository/repository_poller.h"
 #include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
 
@@ -140,8 +141,6 @@ class InferenceServer {
   const RequestLimits& request_limits() const { return options_.request_limits; }
 
  private:
-  void PollLoop();
-
   // The repositories and the backend directory, as given and resolved:
   // what RedactPaths hides from clients.
   std::vector<std::string> ServerPaths() const;
@@ -160,10 +159,7 @@ class InferenceServer {
   std::mutex idle_mu_;
   std::condition_variable idle_cv_;
 
-  std::mutex poll_mu_;
-  std::condition_variable poll_cv_;
-  bool poll_stop_ = false;  // guarded by poll_mu_
-  std::thread poller_;
+  std::unique_ptr<RepositoryPoller> poller_;  // poll mode, from Start to Stop
 };
 
 }  // namespace inferd
