@@ -24,7 +24,12 @@ mkdir -p "$cache"
 if [ $# -gt 0 ]; then
   files=("$@")
 else
+  # Left out: backends/pytorch/pytorch_backend.cc, because clang 14 cannot
+  # compile Debian's libtorch 1.13 headers against GCC 12's libstdc++
+  # (c10::IValue is incomplete where std::vector<IValue> is instantiated);
+  # GCC's -Wall -Wextra -Werror still covers it.
   mapfile -t files < <(git ls-files 'src/*.cc' 'backends/*.cc' 'client/*.cc' 'tools/*.cc' |
+    grep -v '^backends/pytorch/pytorch_backend.cc$' |
     while read -r f; do
       # Only what this build compiles (no CUDA file without a toolkit, no gRPC
       # file with INFERD_WITH_GRPC=OFF).
@@ -78,8 +83,11 @@ echo "lint: ${#files[@]} files, $((${#files[@]} - ${#todo[@]})) unchanged since 
 
 check_one() {
   local f=${1%%:*} k=${1##*:} out
+  # -Wno-ambiguous-reversed-operator: RapidJSON's iterators (C++20 rules
+  # clang applies to a third-party header).
   if out=$(clang-tidy -p "$2" --quiet --extra-arg=-Wthread-safety \
-      --extra-arg=-Wno-unknown-warning-option "$f" 2>&1); then
+      --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wno-ambiguous-reversed-operator \
+      "$f" 2>&1); then
     touch "$3/$k"
   else
     printf '%s\n' "$out" | grep -v "warnings generated\|^Suppressed\|^Use -header-filter" >&2

@@ -87,9 +87,13 @@ struct LogVoidify {
 }  // namespace inferd
 
 // INFERD_LOG(Error|Warning|Info) and INFERD_VLOG(n): see the top of this file.
+// INFERD_LOG_AT is an unparenthesised conditional on purpose: what follows
+// the macro (`<< a << b`) must bind to the stream inside it.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define INFERD_LOG(severity) INFERD_LOG_AT(::inferd::LogLevel::k##severity, 1)
 #define INFERD_VLOG(n) INFERD_LOG_AT(::inferd::LogLevel::kVerbose, (n))
 #define INFERD_LOG_AT(level, verbosity)       \
   !::inferd::LogEnabled((level), (verbosity)) \
       ? (void)0                               \
       : ::inferd::LogVoidify() & ::inferd::LogMessage((level), (verbosity)).stream()
+// NOLINTEND(bugprone-macro-parentheses)
