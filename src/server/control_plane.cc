@@ -40,7 +40,8 @@ Status CheckRepositoryParameters(const char* call, const Parameters& parameters,
 }  // namespace
 
 Status ControlPlane::CheckModelName(std::string_view name) {
-  if (IsValidModelName(name)) return Status::Ok();
+  // "" names no model: the lookup answers NOT_FOUND, as Triton does.
+  if (name.empty() || IsValidModelName(name)) return Status::Ok();
   return InvalidArgument("invalid model name '" + Bounded(name) +
                          "': a model name is 1 to 255 bytes without '/', '\\', '..' or control "
                          "characters");

@@ -46,9 +46,11 @@ class ControlPlane {
 
   // The one model-name rule, for every model-addressed call of both
   // protocols (metadata, ready, config, infer, statistics, load, unload):
-  // a name that could not be a model directory (empty, over 255 bytes,
-  // '/', '\', "..", control characters) is INVALID_ARGUMENT
-  // "invalid model name '<name>': ...".
+  // a name that could not be a model directory (over 255 bytes, '/', '\',
+  // "..", control characters) is INVALID_ARGUMENT "invalid model name
+  // '<name>': ...". The empty name passes: it names no model, so lookups
+  // answer NOT_FOUND (as Triton), and gRPC statistics read it as "every
+  // model"; loading it fails in the model manager.
   static Status CheckModelName(std::string_view name);
 
   // ---- repository extension ----

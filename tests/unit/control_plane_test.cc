@@ -163,13 +163,14 @@ TEST_F(ControlPlaneTest, OneModelNameRule) {
   for (const char* good : {"simple", "resnet50.v1", "a-b_c"}) {
     EXPECT_TRUE(ControlPlane::CheckModelName(good).ok()) << good;
   }
-  for (const std::string& bad : std::vector<std::string>{"", "..", "../x", "a/b", "a\\b", "x..y",
+  for (const std::string& bad : std::vector<std::string>{"..", "../x", "a/b", "a\\b", "x..y",
                                                          "a\nb", std::string(256, 'm')}) {
     Status s = ControlPlane::CheckModelName(bad);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
     EXPECT_EQ(s.message().rfind("invalid model name '", 0), 0u) << s.message();
   }
   EXPECT_NE(ControlPlane::CheckModelName("a\nb").message().find("'a\\nb'"), std::string::npos);
+  EXPECT_TRUE(ControlPlane::CheckModelName("").ok());  // names no model: NOT_FOUND later
 }
 
 TEST_F(ControlPlaneTest, EveryModelAddressedCallChecksTheName) {
@@ -183,8 +184,9 @@ TEST_F(ControlPlaneTest, EveryModelAddressedCallChecksTheName) {
   EXPECT_TRUE(is_invalid(server.GetModelSpec(bad, -1).status()));
   EXPECT_TRUE(is_invalid(server.GetStatistics(bad, -1).status()));
   EXPECT_TRUE(server.GetStatistics("", -1).ok());  // "" is every model there
-  // A well-formed unknown name is still NOT_FOUND.
+  // A well-formed unknown name, and the empty one, are still NOT_FOUND.
   EXPECT_EQ(server.GetModelMetadata("nope", -1).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(server.GetModelMetadata("", -1).status().code(), StatusCode::kNotFound);
   bool sync = false;
   Status load = Run([&](auto done) { server.control().Load("", bad, {}, done); }, &sync);
   EXPECT_TRUE(is_invalid(load));

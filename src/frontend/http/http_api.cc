@@ -86,7 +86,9 @@ void HttpApi::Handle(HttpRequest req, std::shared_ptr<HttpResponder> responder) 
   }
   const RouteMatch m = router_.Match(req.method, req.path);
   switch (m.result) {
-    case RouteMatch::Result::kNotFound:  // routing errors: the only literal codes with 400 below
+    // Routing answers: with health's and model ready's 400 below (Triton's
+    // endpoint semantics), the only literal status codes of the API.
+    case RouteMatch::Result::kNotFound:
       return responder->Send(ErrorResponse(404, "Not Found"));
     case RouteMatch::Result::kMethodNotAllowed:
       return responder->Send(ErrorResponse(405, "Method Not Allowed"));
