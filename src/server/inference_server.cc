@@ -68,6 +68,7 @@ bool InferenceServer::WaitForIdle(int timeout_ms) {
 }
 
 void InferenceServer::Stop() {
+  control_.Stop();  // no load runs while the models stop
   if (poller_) poller_->Stop();
   if (manager_) manager_->StopAll();
 }
@@ -78,10 +79,12 @@ bool InferenceServer::IsReady() const {
 }
 
 Status InferenceServer::CheckModel(const std::string& name, int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   return manager_->Get(name, version).status();
 }
 
 StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (mv.ok()) return true;
   if (mv.status().code() == StatusCode::kUnavailable) return false;
@@ -93,6 +96,7 @@ StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t vers
 
 StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
                                                           int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   const ModelSpec& spec = (*mv)->spec();
@@ -118,12 +122,14 @@ StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& nam
 
 StatusOr<std::string> InferenceServer::GetModelConfigJson(const std::string& name,
                                                           int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   return (*mv)->config_json();
 }
 
 StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   return (*mv)->spec();
@@ -131,6 +137,7 @@ StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64
 
 StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std::string& name,
                                                                       int64_t version) const {
+  if (!name.empty()) INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   std::vector<ModelStatistics> out;
   for (const auto& mv : manager_->ReadyVersionsOf(name)) {
     if (version >= 0 && mv->version() != version) continue;
@@ -169,6 +176,7 @@ std::vector<std::string> InferenceServer::ServerPaths() const {
 
 Status InferenceServer::LoadModel(const std::string& name,
                                   const std::optional<std::string>& config_json) {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
@@ -178,23 +186,11 @@ Status InferenceServer::LoadModel(const std::string& name,
 }
 
 Status InferenceServer::UnloadModel(const std::string& name) {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
   return manager_->Unload(name);
-}
-
-Status InferenceServer::RegisterCudaSharedMemory(const std::string& name,
-                                                 const std::string& raw_handle, int64_t device_id,
-                                                 uint64_t byte_size) {
-  if (shared_memory_.Find(name).ok() || cuda_shared_memory_->Find(name).ok()) {
-    return AlreadyExists("shared memory region '" + name + "' already in manager");
-  }
-  if (cuda_shared_memory_->DeviceCount() == 0) {
-    return Unimplemented("failed to register CUDA shared memory region: '" + name +
-                         "', GPUs not supported (" + device_->Unavailable() + ")");
-  }
-  return cuda_shared_memory_->Register(name, raw_handle, device_id, byte_size);
 }
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request, InferCompletion completion) {
