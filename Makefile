@@ -19,7 +19,7 @@ SANITIZER_BUILD = -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG'
 
-.PHONY: all deps build models run test test-cluster test-asan test-tsan fuzz format clean
+.PHONY: all deps build install models run test lint test-cluster test-asan test-tsan fuzz format clean
 
 all: build
 
@@ -29,6 +29,12 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+# What a package ships (programs, backends, headers, the client library),
+# under PREFIX; inferd finds its backends relative to itself.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 models: deps
 	./examples/make_models.sh
@@ -46,12 +52,19 @@ run: build models
 	$(BUILD_DIR)/bin/inferd --model-repository=examples/models --http-port=8000 \
 	  --grpc-port=8001 --metrics-port=8002
 
-# Every test; every unit and end-to-end test again under ASan+UBSan; then
-# each fuzz target for FUZZ_SECONDS (60 s; two at a time).
+# Every test; clang-tidy and the thread-safety analysis; every unit and
+# end-to-end test again under ASan+UBSan; then each fuzz target for
+# FUZZ_SECONDS (60 s; two at a time).
 test: build models
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	$(MAKE) lint
 	$(MAKE) test-asan
 	$(MAKE) fuzz
+
+# clang-tidy (.clang-tidy) and clang's -Wthread-safety over our sources;
+# files unchanged since they last passed are skipped (scripts/lint.sh).
+lint: build
+	./scripts/lint.sh $(BUILD_DIR)
 
 # The deployment checks and the multi-host test alone (also part of `make test`).
 test-cluster: build models
@@ -89,6 +102,7 @@ test-tsan: deps models
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/scripts/tsan.supp" \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R $(TSAN_TESTS) -E $(TSAN_SKIP)
 
+# C and C++ sources only: CMake files are not clang-format's to touch.
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
 

@@ -26,6 +26,7 @@ clang
 libclang-rt-14-dev
 libgtest-dev
 clang-format
+clang-tidy
 python3
 curl
 nginx

@@ -29,7 +29,7 @@ fi
 rm -rf "$DEST"
 mkdir -p "$DEST/bin" "$DEST/lib" "$DEST/backends" "$DEST/src"
 cp "$BUILD/bin/inferd" "$BUILD/bin/infer-perf" "$DEST/bin/"
-for b in "$BUILD"/backends/libinferd_*.so; do
+for b in "$BUILD"/lib/inferd/backends/libinferd_*.so; do
   case "$(basename "$b")" in
     # pytorch is built there against that machine's libtorch; the image backend's
     # OpenCV codecs pull in ~150 MiB of image libraries the GPU run does not use.

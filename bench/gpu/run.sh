@@ -57,7 +57,7 @@ if [ "$DRY" = 1 ]; then
   PY=/usr/bin/python3
   BUNDLE="$WORK/bundle"
   step bundle 120 "$ROOT/bench/gpu/bundle.sh" --no-build "$BUNDLE" || exit 1
-  BACKEND_SO="${BUILD:-$ROOT/build}/backends/libinferd_pytorch.so"
+  BACKEND_SO="${BUILD:-$ROOT/build}/lib/inferd/backends/libinferd_pytorch.so"
   KIND=cpu MODEL_FLAGS=(--tiny --count 1) INTERVAL=300 TRIALS=2 LEVELS=(1 2) INTERLEAVE_C=2
   FRACTIONS=(0.5 0.9)
   DIRECT=(--device cpu --batches "1,4" --seconds 0.5)

@@ -24,20 +24,9 @@ TMP=$(mktemp -d); PIDS=(); trap 'cleanup; rm -rf "$TMP"' EXIT
 cmake --build "$BUILD" --target inferd bench_grpc_echo bench_grpc_load > "$TMP/build.log" 2>&1 ||
   { cat "$TMP/build.log"; exit 1; }
 
-mkdir -p "$TMP/models/simple/1"
-cat > "$TMP/models/simple/config.pbtxt" <<'CFG'
-name: "simple"
-backend: "add_sub"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-CFG
+# simple from the canonical test repository (-L: it links to examples/models).
+mkdir -p "$TMP/models"
+cp -rL "$ROOT/tests/data/models/simple" "$TMP/models/simple"
 
 # wait_port LOG REGEX: prints the port once LOG has a line matching REGEX:(port)
 wait_port() {

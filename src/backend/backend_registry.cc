@@ -55,14 +55,9 @@ std::unique_ptr<BackendRegistry> BackendRegistry::WithBuiltins(std::string backe
 
 std::string BackendRegistry::DefaultBackendDirectory() {
   std::error_code ec;
-#ifdef INFERD_DEFAULT_BACKEND_DIR
-  if (std::filesystem::is_directory(INFERD_DEFAULT_BACKEND_DIR, ec)) {
-    return INFERD_DEFAULT_BACKEND_DIR;
-  }
-#endif
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return "backends";
-  return (exe.parent_path().parent_path() / "backends").lexically_normal().string();
+  if (ec) return INFERD_BACKEND_RELATIVE_DIR;
+  return (exe.parent_path() / INFERD_BACKEND_RELATIVE_DIR).lexically_normal().string();
 }
 
 void BackendRegistry::Register(const std::string& name, std::shared_ptr<Backend> backend) {

@@ -33,8 +33,9 @@ class BackendRegistry {
   // environment when unset (see docs/backends.md, "Threads").
   static std::unique_ptr<BackendRegistry> WithBuiltins(std::string backend_directory = "");
 
-  // Where the build put the backends (a path compiled in) if that directory
-  // exists, else <directory of the executable>/../backends.
+  // <directory of the executable>/../lib/inferd/backends: where the build
+  // tree and an installed tree (`cmake --install`) both keep the backends.
+  // Nothing about the build machine is compiled in.
   static std::string DefaultBackendDirectory();
 
   const std::string& backend_directory() const { return directory_; }

@@ -48,7 +48,7 @@ class InferRequest {
   std::string model_name;
   int64_t model_version = -1;  // -1: latest ready version
   std::string id;
-  Parameters parameters;  // custom parameters for the model (reserved keys removed)
+  Parameters parameters;  // as decoded; ValidateRequest moves the reserved keys out
   std::vector<InferInput> inputs;
   std::vector<RequestedOutput> outputs;  // empty: every model output
 
@@ -58,6 +58,9 @@ class InferRequest {
   CorrelationId correlation_id;
   bool sequence_start = false;
   bool sequence_end = false;
+  // triton_enable_empty_final_response: a stream's last response may be an
+  // empty one flagged final (decoupled models).
+  bool enable_empty_final_response = false;
 
   // Filled by validation.
   int64_t batch_size = 0;  // 0 for models without batching

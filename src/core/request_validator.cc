@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/bytes_tensor.h"
+#include "core/reserved_parameters.h"
 #include "core/sanitize.h"
 
 namespace inferd {
@@ -50,6 +51,7 @@ Status ValidateInputData(const ModelSpec& spec, const InferInput& in, const Requ
 }  // namespace
 
 Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const RequestLimits& limits) {
+  INFERD_RETURN_IF_ERROR(ApplyReservedParameters(request));
   if (request.inputs.size() > limits.max_inputs) {
     return InvalidArgument("the request has " + std::to_string(request.inputs.size()) +
                            " inputs, more than the limit of " + std::to_string(limits.max_inputs) +

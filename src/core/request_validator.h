@@ -19,6 +19,7 @@ struct RequestLimits {
   uint64_t max_bytes_elements = 1 << 24;  // --max-bytes-elements, per BYTES tensor
 };
 
+// First applies the reserved request parameters (ApplyReservedParameters).
 // Checks input names (known, none duplicated, required ones present),
 // datatypes, shapes (batch dimension, wildcards, non-negative), byte sizes
 // (overflow-safe; BYTES prefixes walked), batch size against

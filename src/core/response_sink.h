@@ -67,6 +67,8 @@ Status NoResponseError();
 //
 //   void Complete(Status status, std::unique_ptr<InferResponse> response);
 //
+// (or `const Status&`)
+//
 // called exactly once: with OK and the final response, or with an error and
 // null. A non-final Send, or Finish(OK) without a response, completes with
 // INTERNAL naming the problem; every call after that is ignored. No extra

@@ -148,30 +148,9 @@ StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json) {
   return config;
 }
 
-Status NormalizeModelConfig(const std::string& model_name, const NormalizeOptions& options,
-                            inference::ModelConfig& c) {
-  if (c.name().empty()) c.set_name(model_name);
-  if (c.name() != model_name) {
-    return InvalidArgument("config 'name' is '" + c.name() + "' but the model directory is '" +
-                           model_name + "'");
-  }
-  if (c.max_batch_size() < 0) {
-    return InvalidArgument("'max_batch_size' must be >= 0, got " +
-                           std::to_string(c.max_batch_size()));
-  }
-  INFERD_RETURN_IF_ERROR(CheckTensors("input", c.input()));
-  INFERD_RETURN_IF_ERROR(CheckTensors("output", c.output()));
-  AutoCompleteBackend(c);
-  const bool ensemble = c.platform() == "ensemble";
+namespace {
 
-  if (auto it = c.parameters().find(kInlineExecutionParameter); it != c.parameters().end()) {
-    if (!ParseInlineMaxExecUs(it->second.string_value())) {
-      return InvalidArgument(std::string("parameter '") + kInlineExecutionParameter +
-                             "' must be a non-negative integer (microseconds), got '" +
-                             it->second.string_value().substr(0, 64) + "'");
-    }
-  }
-
+Status NormalizeBatching(inference::ModelConfig& c) {
   if (!c.has_version_policy()) c.mutable_version_policy()->mutable_latest()->set_num_versions(1);
   if (c.version_policy().has_latest() && c.version_policy().latest().num_versions() == 0) {
     return InvalidArgument("'version_policy.latest.num_versions' must be >= 1");
@@ -197,45 +176,91 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
       sb->mutable_oldest()->add_preferred_batch_size(c.max_batch_size());
     }
   }
-  if (!ensemble) {
-    auto* opt = c.mutable_optimization();
-    if (!opt->has_input_pinned_memory()) opt->mutable_input_pinned_memory()->set_enable(true);
-    if (!opt->has_output_pinned_memory()) opt->mutable_output_pinned_memory()->set_enable(true);
-    if (c.instance_group_size() == 0) c.add_instance_group()->set_name(c.name());
-    for (int i = 0; i < c.instance_group_size(); ++i) {
-      auto* g = c.mutable_instance_group(i);
-      if (g->name().empty()) g->set_name(c.name() + "_" + std::to_string(i));
-      if (g->count() < 1) g->set_count(1);
-      if (g->kind() == inference::ModelInstanceGroup::KIND_AUTO) {
-        // AUTO means GPU only when the group lists GPUs: backends do
-        // not declare GPU support, and most (onnx, the built-ins) run on the CPU
-        // alone, so a config without `gpus` stays on the CPU on GPU machines too.
-        // A listed GPU that does not exist is reported below.
-        g->set_kind(g->gpus_size() > 0 ? inference::ModelInstanceGroup::KIND_GPU
-                                       : inference::ModelInstanceGroup::KIND_CPU);
-      }
-      if (g->kind() == inference::ModelInstanceGroup::KIND_GPU) {
-        if (options.gpu_count == 0) {
-          return InvalidArgument("instance_group '" + g->name() +
-                                 "' asks for KIND_GPU but this server has no GPU");
-        }
-        if (g->gpus_size() == 0) {
-          for (int d = 0; d < options.gpu_count; ++d) g->add_gpus(d);
-        }
-        for (int gpu : g->gpus()) {
-          if (gpu < 0 || gpu >= options.gpu_count) {
-            return InvalidArgument("instance_group '" + g->name() + "' names GPU " +
-                                   std::to_string(gpu) + " which does not exist");
-          }
-        }
-      } else if (g->gpus_size() > 0) {
-        return InvalidArgument("instance_group '" + g->name() + "' lists gpus but is not KIND_GPU");
+  return Status::Ok();
+}
+
+Status NormalizeInstanceGroup(const NormalizeOptions& options, inference::ModelInstanceGroup* g) {
+  if (g->kind() == inference::ModelInstanceGroup::KIND_AUTO) {
+    // AUTO means GPU only when the group lists GPUs: backends do
+    // not declare GPU support, and most (onnx, the built-ins) run on the CPU
+    // alone, so a config without `gpus` stays on the CPU on GPU machines too.
+    // A listed GPU that does not exist is reported below.
+    g->set_kind(g->gpus_size() > 0 ? inference::ModelInstanceGroup::KIND_GPU
+                                   : inference::ModelInstanceGroup::KIND_CPU);
+  }
+  if (g->kind() == inference::ModelInstanceGroup::KIND_GPU) {
+    if (options.gpu_count == 0) {
+      return InvalidArgument("instance_group '" + g->name() +
+                             "' asks for KIND_GPU but this server has no GPU");
+    }
+    if (g->gpus_size() == 0) {
+      for (int d = 0; d < options.gpu_count; ++d) g->add_gpus(d);
+    }
+    for (int gpu : g->gpus()) {
+      if (gpu < 0 || gpu >= options.gpu_count) {
+        return InvalidArgument("instance_group '" + g->name() + "' names GPU " +
+                               std::to_string(gpu) + " which does not exist");
       }
     }
-  } else if (c.instance_group_size() > 0) {
-    return InvalidArgument("an ensemble must not have an 'instance_group'");
+  } else if (g->gpus_size() > 0) {
+    return InvalidArgument("instance_group '" + g->name() + "' lists gpus but is not KIND_GPU");
   }
   return Status::Ok();
+}
+
+Status NormalizeInstances(const NormalizeOptions& options, inference::ModelConfig& c) {
+  if (c.platform() == "ensemble") {
+    if (c.instance_group_size() > 0) {
+      return InvalidArgument("an ensemble must not have an 'instance_group'");
+    }
+    return Status::Ok();
+  }
+  auto* opt = c.mutable_optimization();
+  if (!opt->has_input_pinned_memory()) opt->mutable_input_pinned_memory()->set_enable(true);
+  if (!opt->has_output_pinned_memory()) opt->mutable_output_pinned_memory()->set_enable(true);
+  if (c.instance_group_size() == 0) c.add_instance_group()->set_name(c.name());
+  for (int i = 0; i < c.instance_group_size(); ++i) {
+    auto* g = c.mutable_instance_group(i);
+    if (g->name().empty()) g->set_name(c.name() + "_" + std::to_string(i));
+    if (g->count() < 1) g->set_count(1);
+    INFERD_RETURN_IF_ERROR(NormalizeInstanceGroup(options, g));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status NormalizeModelConfig(const std::string& model_name, const NormalizeOptions& options,
+                            inference::ModelConfig& c) {
+  if (c.name().empty()) c.set_name(model_name);
+  if (c.name() != model_name) {
+    return InvalidArgument("config 'name' is '" + c.name() + "' but the model directory is '" +
+                           model_name + "'");
+  }
+  // The core completes each request exactly once; a decoupled model's
+  // 0..N responses would be cut to one, so it is refused until the response
+  // sink carries them.
+  if (c.model_transaction_policy().decoupled()) {
+    return InvalidArgument(
+        "decoupled models (model_transaction_policy.decoupled: true) are not supported by this "
+        "server yet");
+  }
+  if (c.max_batch_size() < 0) {
+    return InvalidArgument("'max_batch_size' must be >= 0, got " +
+                           std::to_string(c.max_batch_size()));
+  }
+  INFERD_RETURN_IF_ERROR(CheckTensors("input", c.input()));
+  INFERD_RETURN_IF_ERROR(CheckTensors("output", c.output()));
+  AutoCompleteBackend(c);
+  if (auto it = c.parameters().find(kInlineExecutionParameter); it != c.parameters().end()) {
+    if (!ParseInlineMaxExecUs(it->second.string_value())) {
+      return InvalidArgument(std::string("parameter '") + kInlineExecutionParameter +
+                             "' must be a non-negative integer (microseconds), got '" +
+                             it->second.string_value().substr(0, 64) + "'");
+    }
+  }
+  INFERD_RETURN_IF_ERROR(NormalizeBatching(c));
+  return NormalizeInstances(options, c);
 }
 
 ModelSpec SpecFromConfig(const inference::ModelConfig& c) {
@@ -289,6 +314,47 @@ QueuePolicy ToQueuePolicy(const inference::ModelQueuePolicy& p) {
   return q;
 }
 
+std::vector<ControlInputConfig> ControlsFromConfig(const inference::ModelSequenceBatching& sb) {
+  std::vector<ControlInputConfig> controls;
+  for (const auto& ci : sb.control_input()) {
+    for (const auto& ctl : ci.control()) {
+      ControlInputConfig cc;
+      cc.input_name = ci.name();
+      switch (ctl.kind()) {
+        case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_START:
+          cc.kind = ControlKind::kStart;
+          break;
+        case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_READY:
+          cc.kind = ControlKind::kReady;
+          break;
+        case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_END:
+          cc.kind = ControlKind::kEnd;
+          break;
+        default:
+          cc.kind = ControlKind::kCorrelationId;
+          break;
+      }
+      if (cc.kind == ControlKind::kCorrelationId) {
+        cc.datatype = static_cast<DataType>(ctl.data_type());
+      } else if (ctl.int32_false_true_size() == 2) {
+        cc.datatype = DataType::kInt32;
+        cc.false_value = ctl.int32_false_true(0);
+        cc.true_value = ctl.int32_false_true(1);
+      } else if (ctl.fp32_false_true_size() == 2) {
+        cc.datatype = DataType::kFp32;
+        cc.false_value = ctl.fp32_false_true(0);
+        cc.true_value = ctl.fp32_false_true(1);
+      } else {
+        cc.datatype = DataType::kBool;
+        cc.false_value = ctl.bool_false_true_size() == 2 ? ctl.bool_false_true(0) : 0;
+        cc.true_value = ctl.bool_false_true_size() == 2 ? ctl.bool_false_true(1) : 1;
+      }
+      controls.push_back(cc);
+    }
+  }
+  return controls;
+}
+
 }  // namespace
 
 SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& c) {
@@ -332,42 +398,7 @@ SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& c) {
     } else {
       s.sequence.max_queue_delay_us = sb.direct().max_queue_delay_microseconds();
     }
-    for (const auto& ci : sb.control_input()) {
-      for (const auto& ctl : ci.control()) {
-        ControlInputConfig cc;
-        cc.input_name = ci.name();
-        switch (ctl.kind()) {
-          case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_START:
-            cc.kind = ControlKind::kStart;
-            break;
-          case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_READY:
-            cc.kind = ControlKind::kReady;
-            break;
-          case inference::ModelSequenceBatching::Control::CONTROL_SEQUENCE_END:
-            cc.kind = ControlKind::kEnd;
-            break;
-          default:
-            cc.kind = ControlKind::kCorrelationId;
-            break;
-        }
-        if (cc.kind == ControlKind::kCorrelationId) {
-          cc.datatype = static_cast<DataType>(ctl.data_type());
-        } else if (ctl.int32_false_true_size() == 2) {
-          cc.datatype = DataType::kInt32;
-          cc.false_value = ctl.int32_false_true(0);
-          cc.true_value = ctl.int32_false_true(1);
-        } else if (ctl.fp32_false_true_size() == 2) {
-          cc.datatype = DataType::kFp32;
-          cc.false_value = ctl.fp32_false_true(0);
-          cc.true_value = ctl.fp32_false_true(1);
-        } else {
-          cc.datatype = DataType::kBool;
-          cc.false_value = ctl.bool_false_true_size() == 2 ? ctl.bool_false_true(0) : 0;
-          cc.true_value = ctl.bool_false_true_size() == 2 ? ctl.bool_false_true(1) : 1;
-        }
-        s.sequence.controls.push_back(cc);
-      }
-    }
+    s.sequence.controls = ControlsFromConfig(sb);
   }
   return s;
 }

@@ -1,25 +1,20 @@
 #include "repository/model_manager.h"
 
-#include <fstream>
-#include <sstream>
+#include <algorithm>
 
-#include "repository/model_config_util.h"
+#include "repository/model_preparation.h"
 #include "repository/repository_scan.h"
-#include "repository/version_policy.h"
 
 namespace inferd {
 namespace {
 
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return NotFound("cannot read " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string UnknownModel(const std::string& name) {
   return "Request for unknown model: '" + name + "'";
+}
+
+bool Concerns(const LifecycleRequest& request, const std::string& name) {
+  if (request.kind == LifecycleRequest::Kind::kPoll || request.all_listed) return true;
+  return std::find(request.names.begin(), request.names.end(), name) != request.names.end();
 }
 
 }  // namespace
@@ -31,214 +26,216 @@ ModelManager::ModelManager(ModelManagerOptions options) : options_(std::move(opt
 ModelManager::~ModelManager() {
   StopAll();
   {
-    std::lock_guard<std::mutex> lock(reaper_mu_);
+    MutexLock lock(reaper_mu_);
     reaper_stop_ = true;
   }
-  reaper_cv_.notify_all();
+  reaper_cv_.NotifyAll();
   reaper_.join();
 }
 
 Status ModelManager::LoadStartupModels() {
-  auto scan = ScanRepositories(options_.repositories);
-  if (!scan.ok()) return scan.status();
-  std::vector<std::string> names;
+  using Kind = LifecycleRequest::Kind;
   const bool all = options_.mode != ModelControlMode::kExplicit ||
                    (options_.startup_models.size() == 1 && options_.startup_models[0] == "*");
-  if (all) {
-    for (const auto& [name, loc] : *scan) names.push_back(name);
-  } else {
-    names = options_.startup_models;
-  }
+  LifecycleRequest request{Kind::kStartup,
+                           all ? std::vector<std::string>{} : options_.startup_models, all};
+  MutexLock load_lock(load_mu_);
+  auto source = Observe(request);
+  if (!source.ok()) return source.status();
+  if (all) return Execute(request, *source, std::nullopt);
+  // One name at a time: a name given twice sees what the first load did.
   Status first;
-  std::lock_guard<std::mutex> load_lock(load_mu_);
-  for (const auto& name : names) {
-    Status s = LoadLocked(name, std::nullopt);
+  for (const auto& name : options_.startup_models) {
+    Status s =
+        Execute(LifecycleRequest{Kind::kStartup, {name}, false, false}, *source, std::nullopt);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;
 }
 
 Status ModelManager::Load(const std::string& name, const std::optional<std::string>& config_json) {
-  std::lock_guard<std::mutex> load_lock(load_mu_);
-  return LoadLocked(name, config_json);
-}
-
-Status ModelManager::LoadLocked(const std::string& name,
-                                const std::optional<std::string>& config_json) {
-  auto fail = [&](const Status& s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++load_failures_[name];
-    auto& rec = models_[name];
-    bool serving = false;
-    for (auto& [v, vr] : rec.versions) serving = serving || vr.state == ModelState::kReady;
-    if (!serving) rec.failure = s.message();  // a failed reload keeps old versions serving
-    return InvalidArgument("load failed for model '" + name + "': " + s.message());
-  };
-  if (!IsValidModelName(name)) {
-    return InvalidArgument("invalid model name '" + name + "'");
-  }
-  auto scan = ScanRepositories(options_.repositories);
-  if (!scan.ok()) return scan.status();
-  auto it = scan->find(name);
-  if (it == scan->end()) {
-    return InvalidArgument("load failed for model '" + name +
-                           "': no model of that name in the model repository");
-  }
-  const ModelLocation& loc = it->second;
-  if (!loc.problem.empty()) return fail(Status(StatusCode::kInvalidArgument, loc.problem));
-
-  const std::string fingerprint = FingerprintModelDirectory(loc.directory);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto rec = models_.find(name);
-    if (!config_json && rec != models_.end() && rec->second.fingerprint == fingerprint &&
-        rec->second.failure.empty() && !rec->second.versions.empty()) {
-      bool all_ready = true;
-      for (auto& [v, vr] : rec->second.versions)
-        all_ready = all_ready && vr.state == ModelState::kReady;
-      if (all_ready) return Status::Ok();  // nothing changed
-    }
-  }
-
-  StatusOr<inference::ModelConfig> config = Internal("unset");
-  if (config_json) {
-    config = ParseModelConfigJson(*config_json);
-  } else {
-    const std::string path = loc.directory + "/config.pbtxt";
-    auto text = ReadFile(path);
-    if (!text.ok()) return fail(NotFound("model '" + name + "' has no config.pbtxt"));
-    config = ParseModelConfigText(*text, name + "/config.pbtxt");
-  }
-  if (!config.ok()) return fail(config.status());
-  NormalizeOptions nopts;
-  nopts.gpu_count = options_.gpu_count;
-  Status norm = NormalizeModelConfig(name, nopts, *config);
-  if (!norm.ok()) return fail(norm.WithPrefix(name + "/config.pbtxt"));
-
-  const std::set<int64_t> wanted =
-      VersionsToLoad(config->version_policy(), ScanVersions(loc.directory));
-  if (wanted.empty()) {
-    return fail(
-        InvalidArgument("at least one version must be available under the version "
-                        "policy of model '" +
-                        name + "'"));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& rec = models_[name];
-    rec.failure.clear();
-    for (int64_t v : wanted) {
-      auto& vr = rec.versions[v];
-      if (vr.state != ModelState::kReady) vr.state = ModelState::kLoading;
-    }
-  }
-  std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>> loaded;
-  for (int64_t v : wanted) {
-    loaded.emplace(
-        v, ModelVersion::Load(*config, loc.directory, v, *options_.registry, RealClock::Get(),
-                              options_.histograms, options_.ensemble_infer));
-  }
-
-  std::vector<std::shared_ptr<ModelVersion>> to_retire;
-  std::string errors;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto& rec = models_[name];
-    rec.fingerprint = fingerprint;
-    for (auto& [v, result] : loaded) {
-      auto& vr = rec.versions[v];
-      if (result.ok()) {
-        if (vr.runtime) to_retire.push_back(std::move(vr.runtime));
-        vr.runtime = std::move(*result);
-        vr.state = ModelState::kReady;
-        vr.reason.clear();
-      } else {
-        if (errors.empty()) ++load_failures_[name];  // one failed attempt, however many versions
-        if (!errors.empty()) errors += "; ";
-        errors += "version " + std::to_string(v) + ": " + result.status().message();
-        if (vr.runtime) {
-          vr.state = ModelState::kReady;  // keep the old version serving
-        } else {
-          vr.state = ModelState::kUnavailable;
-          vr.reason = result.status().message();
-        }
-      }
-    }
-    for (auto& [v, vr] : rec.versions) {
-      if (wanted.count(v) == 0 && vr.state == ModelState::kReady) {
-        to_retire.push_back(std::move(vr.runtime));
-        vr.state = ModelState::kUnavailable;
-        vr.reason = "unloaded";
-      }
-    }
-  }
-  for (auto& r : to_retire) Retire(std::move(r));
-  if (!errors.empty()) {
-    return InvalidArgument("load failed for model '" + name + "': " + errors);
-  }
-  return Status::Ok();
+  LifecycleRequest request{LifecycleRequest::Kind::kLoad, {name}, false, config_json.has_value()};
+  MutexLock load_lock(load_mu_);
+  auto source = Observe(request);
+  if (!source.ok()) return source.status();
+  return Execute(request, *source, config_json);
 }
 
 Status ModelManager::Unload(const std::string& name) {
-  std::lock_guard<std::mutex> load_lock(load_mu_);
-  UnloadLocked(name, /*forget=*/false);
-  return Status::Ok();
-}
-
-void ModelManager::UnloadLocked(const std::string& name, bool forget) {
-  std::vector<std::shared_ptr<ModelVersion>> to_retire;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = models_.find(name);
-    if (it == models_.end()) return;
-    for (auto& [v, vr] : it->second.versions) {
-      if (vr.runtime) to_retire.push_back(std::move(vr.runtime));
-      vr.state = ModelState::kUnavailable;
-      vr.reason = "unloaded";
-    }
-    it->second.fingerprint.clear();
-    it->second.failure.clear();
-    if (forget) models_.erase(it);
-  }
-  for (auto& r : to_retire) Retire(std::move(r));
+  MutexLock load_lock(load_mu_);
+  return Execute(LifecycleRequest{LifecycleRequest::Kind::kUnload, {name}, false, false}, {},
+                 std::nullopt);
 }
 
 void ModelManager::PollOnce() {
-  auto scan = ScanRepositories(options_.repositories);
-  if (!scan.ok()) return;
-  std::lock_guard<std::mutex> load_lock(load_mu_);
-  std::vector<std::string> known;
+  LifecycleRequest request;
+  request.kind = LifecycleRequest::Kind::kPoll;
+  MutexLock load_lock(load_mu_);
+  auto source = Observe(request);
+  if (!source.ok()) return;  // the repository is unreadable now; the next pass retries
+  (void)Execute(request, *source, std::nullopt);
+}
+
+StatusOr<SourceModels> ModelManager::Observe(const LifecycleRequest& request) {
+  SourceModels out;
+  if (request.kind == LifecycleRequest::Kind::kUnload) return out;
+  // An invalid name is refused before the repository is looked at.
+  if (request.kind == LifecycleRequest::Kind::kLoad && !IsValidModelName(request.names.at(0))) {
+    return out;
+  }
+  auto listed = options_.source->ListModels();
+  if (!listed.ok()) return listed.status();
+  for (auto& [name, listing] : *listed) {
+    SourceModel model{std::move(listing.problem), ""};
+    if (model.problem.empty() && Concerns(request, name)) {
+      auto fingerprint = options_.source->Fingerprint(name);
+      if (fingerprint.ok()) {
+        model.fingerprint = std::move(*fingerprint);
+      } else {
+        model.problem = fingerprint.status().message();
+      }
+    }
+    out.emplace(name, std::move(model));
+  }
+  return out;
+}
+
+Status ModelManager::Execute(const LifecycleRequest& request, const SourceModels& source,
+                             const std::optional<std::string>& config_json) {
+  Status first;
+  for (const ModelPlan& plan : PlanModels(request, source, Snapshot())) {
+    Status s = Apply(plan, source, config_json);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+LoadedModels ModelManager::Snapshot() const {
+  LoadedModels out;
+  MutexLock lock(mu_);
+  for (const auto& [name, rec] : models_) out.emplace(name, rec.status);
+  return out;
+}
+
+Status ModelManager::Apply(const ModelPlan& plan, const SourceModels& source,
+                           const std::optional<std::string>& config_json) {
+  switch (plan.action) {
+    case ModelAction::kKeep:
+      return Status::Ok();
+    case ModelAction::kReject:
+      return InvalidArgument(plan.reason);
+    case ModelAction::kFail:
+      return ApplyFailure(plan.name, plan.reason);
+    case ModelAction::kUnload:
+    case ModelAction::kForget:
+      ApplyUnload(plan);
+      return Status::Ok();
+    case ModelAction::kLoad:
+      return ApplyLoad(plan.name, source.at(plan.name).fingerprint, config_json);
+  }
+  return Internal("unknown lifecycle action");
+}
+
+Status ModelManager::ApplyFailure(const std::string& name, const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, rec] : models_) known.push_back(name);
+    MutexLock lock(mu_);
+    ++load_failures_[name];
+    RecordFailure(reason, models_[name].status);
   }
-  for (const auto& name : known) {
-    if (scan->count(name) == 0) UnloadLocked(name, /*forget=*/true);
+  return InvalidArgument("load failed for model '" + name + "': " + reason);
+}
+
+void ModelManager::ApplyUnload(const ModelPlan& plan) {
+  Retired retired;
+  {
+    MutexLock lock(mu_);
+    auto it = models_.find(plan.name);
+    if (it == models_.end()) return;
+    for (auto& [v, runtime] : it->second.runtimes) retired.push_back(std::move(runtime));
+    it->second.runtimes.clear();
+    MarkUnloaded(it->second.status);
+    if (plan.action == ModelAction::kForget) models_.erase(it);
   }
-  for (const auto& [name, loc] : *scan) {
-    std::string previous;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = models_.find(name);
-      if (it != models_.end()) previous = it->second.fingerprint;
+  Retire(std::move(retired));
+}
+
+Status ModelManager::ApplyLoad(const std::string& name, const std::string& fingerprint,
+                               const std::optional<std::string>& config_json) {
+  NormalizeOptions normalize;
+  normalize.gpu_count = options_.gpu_count;
+  PreparedConfig prepared = PrepareModel(*options_.source, name, config_json, normalize);
+  ModelPlan plan;
+  {
+    MutexLock lock(mu_);
+    auto it = models_.find(name);
+    plan = PlanVersions(name, prepared.plan, it == models_.end() ? nullptr : &it->second.status);
+    if (plan.action == ModelAction::kLoad) MarkLoading(plan, models_[name].status);
+  }
+  if (plan.action != ModelAction::kLoad) return ApplyFailure(name, plan.reason);
+  return Commit(plan, fingerprint, LoadVersions(plan, prepared.config));
+}
+
+ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
+                                                     const inference::ModelConfig& config) {
+  LoadResults results;
+  auto directory = options_.source->Materialize(plan.name, plan.load);
+  for (int64_t v : plan.load) {
+    if (!directory.ok()) {
+      results.emplace(v, directory.status());
+      continue;
     }
-    if (previous.empty() || previous != FingerprintModelDirectory(loc.directory)) {
-      (void)LoadLocked(name, std::nullopt);
+    results.emplace(v, ModelVersion::Load(config, *directory, v, *options_.registry, options_.clock,
+                                          options_.histograms, options_.ensemble_infer));
+  }
+  return results;
+}
+
+Status ModelManager::Commit(const ModelPlan& plan, const std::string& fingerprint,
+                            LoadResults results) {
+  Retired retired;
+  std::string errors;
+  {
+    MutexLock lock(mu_);
+    ModelRecord& rec = models_[plan.name];
+    std::map<int64_t, Status> outcome;
+    for (const auto& [v, result] : results) outcome.emplace(v, result.status());
+    errors = CommitLoad(plan, outcome, fingerprint, rec.status);
+    if (!errors.empty()) ++load_failures_[plan.name];  // one failed attempt, however many versions
+    for (auto& [v, result] : results) {
+      if (!result.ok()) continue;
+      auto& slot = rec.runtimes[v];
+      if (slot) retired.push_back(std::move(slot));
+      slot = std::move(*result);
+    }
+    for (int64_t v : plan.retire) {
+      auto it = rec.runtimes.find(v);
+      if (it == rec.runtimes.end()) continue;
+      retired.push_back(std::move(it->second));
+      rec.runtimes.erase(it);
     }
   }
+  Retire(std::move(retired));
+  if (!errors.empty()) {
+    return InvalidArgument("load failed for model '" + plan.name + "': " + errors);
+  }
+  return Status::Ok();
 }
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& name,
                                                           int64_t version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = models_.find(name);
-  if (it == models_.end() || it->second.versions.empty()) {
+  if (it == models_.end() || it->second.status.versions.empty()) {
     return NotFound(UnknownModel(name) + " is not found");
   }
-  const auto& versions = it->second.versions;
+  const auto& versions = it->second.status.versions;
+  const auto& runtimes = it->second.runtimes;
   if (version < 0) {
     for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
-      if (v->second.state == ModelState::kReady && v->second.runtime) return v->second.runtime;
+      auto runtime = runtimes.find(v->first);
+      if (v->second.state == ModelState::kReady && runtime != runtimes.end()) {
+        return runtime->second;
+      }
     }
     return NotFound(UnknownModel(name) + " has no available versions");
   }
@@ -246,60 +243,64 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
   if (v == versions.end()) {
     return NotFound(UnknownModel(name) + " version " + std::to_string(version) + " is not found");
   }
-  if (v->second.state != ModelState::kReady || !v->second.runtime) {
+  auto runtime = runtimes.find(version);
+  if (v->second.state != ModelState::kReady || runtime == runtimes.end()) {
     return Unavailable(UnknownModel(name) + " version " + std::to_string(version) +
                        " is not at ready state");
   }
-  return v->second.runtime;
+  return runtime->second;
 }
 
 std::vector<std::shared_ptr<ModelVersion>> ModelManager::ReadyVersionsOf(
     const std::string& name) const {
   std::vector<std::shared_ptr<ModelVersion>> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [model, rec] : models_) {
     if (!name.empty() && model != name) continue;
-    for (const auto& [v, vr] : rec.versions) {
-      if (vr.state == ModelState::kReady && vr.runtime) out.push_back(vr.runtime);
+    for (const auto& [v, vs] : rec.status.versions) {
+      auto runtime = rec.runtimes.find(v);
+      if (vs.state == ModelState::kReady && runtime != rec.runtimes.end()) {
+        out.push_back(runtime->second);
+      }
     }
   }
   return out;
 }
 
 bool ModelManager::Knows(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return models_.count(name) > 0;
 }
 
 std::vector<int64_t> ModelManager::ReadyVersions(const std::string& name) const {
   std::vector<int64_t> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return out;
-  for (const auto& [v, vr] : it->second.versions) {
-    if (vr.state == ModelState::kReady) out.push_back(v);
+  for (const auto& [v, vs] : it->second.status.versions) {
+    if (vs.state == ModelState::kReady) out.push_back(v);
   }
   return out;
 }
 
 std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
   std::vector<ModelIndexEntry> out;
-  auto scan = ScanRepositories(options_.repositories);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (scan.ok()) {
-    for (const auto& [name, loc] : *scan) {
-      auto it = models_.find(name);
-      if (it == models_.end() && !ready_only)
+  auto listed = options_.source->ListModels();
+  MutexLock lock(mu_);
+  if (listed.ok() && !ready_only) {
+    for (const auto& [name, listing] : *listed) {
+      if (models_.count(name) == 0) {
         out.push_back(ModelIndexEntry{name, {}, ModelState::kUnknown, ""});
+      }
     }
   }
   for (const auto& [name, rec] : models_) {
-    if (!rec.failure.empty() && !ready_only) {
-      out.push_back(ModelIndexEntry{name, {}, ModelState::kUnavailable, rec.failure});
+    if (!rec.status.failure.empty() && !ready_only) {
+      out.push_back(ModelIndexEntry{name, {}, ModelState::kUnavailable, rec.status.failure});
     }
-    for (const auto& [v, vr] : rec.versions) {
-      if (ready_only && vr.state != ModelState::kReady) continue;
-      out.push_back(ModelIndexEntry{name, v, vr.state, vr.reason});
+    for (const auto& [v, vs] : rec.status.versions) {
+      if (ready_only && vs.state != ModelState::kReady) continue;
+      out.push_back(ModelIndexEntry{name, v, vs.state, vs.reason});
     }
   }
   std::stable_sort(out.begin(), out.end(),
@@ -308,49 +309,48 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
 }
 
 bool ModelManager::AllReady() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, rec] : models_) {
-    if (!rec.failure.empty()) return false;
-    for (const auto& [v, vr] : rec.versions) {
-      if (vr.state != ModelState::kReady && vr.reason != "unloaded") return false;
+    if (!rec.status.failure.empty()) return false;
+    for (const auto& [v, vs] : rec.status.versions) {
+      if (vs.state != ModelState::kReady && vs.reason != "unloaded") return false;
     }
   }
   return true;
 }
 
 std::map<std::string, uint64_t> ModelManager::LoadFailureCounts() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return load_failures_;
 }
 
 void ModelManager::StopAll() {
-  std::vector<std::shared_ptr<ModelVersion>> runtimes;
+  Retired runtimes;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [name, rec] : models_) {
-      for (auto& [v, vr] : rec.versions) {
-        if (vr.runtime) runtimes.push_back(vr.runtime);
-      }
+      for (auto& [v, runtime] : rec.runtimes) runtimes.push_back(runtime);
     }
   }
   for (auto& r : runtimes) r->Stop();
 }
 
-void ModelManager::Retire(std::shared_ptr<ModelVersion> runtime) {
-  if (!runtime) return;
+void ModelManager::Retire(Retired runtimes) {
   {
-    std::lock_guard<std::mutex> lock(reaper_mu_);
-    retired_.push_back(std::move(runtime));
+    MutexLock lock(reaper_mu_);
+    for (auto& r : runtimes) {
+      if (r) retired_.push_back(std::move(r));
+    }
   }
-  reaper_cv_.notify_one();
+  reaper_cv_.NotifyOne();
 }
 
 void ModelManager::ReaperLoop() {
   for (;;) {
     std::shared_ptr<ModelVersion> r;
     {
-      std::unique_lock<std::mutex> lock(reaper_mu_);
-      reaper_cv_.wait(lock, [&] { return reaper_stop_ || !retired_.empty(); });
+      MutexLock lock(reaper_mu_);
+      while (!reaper_stop_ && retired_.empty()) reaper_cv_.Wait(lock);
       if (retired_.empty()) return;
       r = std::move(retired_.front());
       retired_.pop_front();

@@ -1,34 +1,45 @@
-// ModelManager: the model lifecycle. Knows every model of the repositories,
-// the state of each version (READY, LOADING, UNAVAILABLE with a reason),
-// and loads, reloads and unloads them according to the control mode.
+// ModelManager: the model lifecycle. Knows every model of the repository
+// source, the state of each version (READY, LOADING, UNAVAILABLE with a
+// reason), and loads, reloads and unloads them according to the control
+// mode. Each operation observes the source (listing, fingerprints), plans
+// with the pure functions of lifecycle_plan.h, and applies the plan: reads
+// the config, loads versions (ModelVersion::Load), swaps them in, retires
+// the old ones.
 //
-// Threading: all methods are safe to call from any thread. Loads are
-// serialised (one at a time); readers (Get, Index) never wait for a load:
-// they take a snapshot under a short lock. Versions taken out of service
-// are stopped on a background reaper thread, so in-flight requests finish
-// after an unload returns.
+// Threading: all methods are safe to call from any thread. Loads, unloads
+// and poll passes are serialised (the load lock, taken before the state
+// lock); readers (Get, Index, ...) never wait for a load: they take a
+// snapshot under the short state lock. Versions taken out of service are
+// stopped on a background reaper thread, so in-flight requests finish after
+// an unload returns. The poll thread is RepositoryPoller's.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backend/backend_registry.h"
+#include "core/thread_annotations.h"
+#include "repository/lifecycle_plan.h"
 #include "repository/model_state.h"
 #include "repository/model_version.h"
+#include "repository/repository_source.h"
+#include "scheduler/clock.h"
 
 namespace inferd {
 
 enum class ModelControlMode { kNone, kPoll, kExplicit };
 
 struct ModelManagerOptions {
-  std::vector<std::string> repositories;
+  // Where models come from (required); shared with whoever redacts its paths.
+  std::shared_ptr<RepositorySource> source;
+  // The time source of every loaded version's scheduler (required; not
+  // owned; outlives the manager).
+  Clock* clock = nullptr;
   ModelControlMode mode = ModelControlMode::kNone;
   std::vector<std::string> startup_models;  // explicit mode; "*" = all
   const BackendRegistry* registry = nullptr;
@@ -95,35 +106,49 @@ class ModelManager {
   void StopAll();
 
   ModelControlMode mode() const { return options_.mode; }
+  const RepositorySource& source() const { return *options_.source; }
 
  private:
-  struct VersionRecord {
-    ModelState state = ModelState::kUnknown;
-    std::string reason;
-    std::shared_ptr<ModelVersion> runtime;  // set when READY
-  };
   struct ModelRecord {
-    std::map<int64_t, VersionRecord> versions;
-    std::string fingerprint;
-    std::string failure;  // model-level failure (config), shown without a version
+    LoadedModel status;                                         // what planning sees
+    std::map<int64_t, std::shared_ptr<ModelVersion>> runtimes;  // the READY versions
   };
+  using Retired = std::vector<std::shared_ptr<ModelVersion>>;
+  using LoadResults = std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>>;
 
-  Status LoadLocked(const std::string& name, const std::optional<std::string>& config_json);
-  void UnloadLocked(const std::string& name, bool forget);
-  void Retire(std::shared_ptr<ModelVersion> runtime);
-  void ReaperLoop();
+  // What the source holds for `request` (fingerprints of the models it
+  // concerns); an unload, or a load of an invalid name, looks at nothing.
+  StatusOr<SourceModels> Observe(const LifecycleRequest& request) INFERD_REQUIRES(load_mu_);
+  // Plans `request` on a fresh snapshot and applies it; the first failure.
+  Status Execute(const LifecycleRequest& request, const SourceModels& source,
+                 const std::optional<std::string>& config_json) INFERD_REQUIRES(load_mu_);
+  LoadedModels Snapshot() const INFERD_EXCLUDES(mu_);
+  Status Apply(const ModelPlan& plan, const SourceModels& source,
+               const std::optional<std::string>& config_json) INFERD_REQUIRES(load_mu_);
+  Status ApplyFailure(const std::string& name, const std::string& reason) INFERD_REQUIRES(load_mu_)
+      INFERD_EXCLUDES(mu_);
+  void ApplyUnload(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  Status ApplyLoad(const std::string& name, const std::string& fingerprint,
+                   const std::optional<std::string>& config_json) INFERD_REQUIRES(load_mu_)
+      INFERD_EXCLUDES(mu_);
+  LoadResults LoadVersions(const ModelPlan& plan, const inference::ModelConfig& config)
+      INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results)
+      INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  void Retire(Retired runtimes) INFERD_EXCLUDES(reaper_mu_);
+  void ReaperLoop() INFERD_EXCLUDES(reaper_mu_);
 
   const ModelManagerOptions options_;
-  std::mutex load_mu_;  // serialises loads and unloads; taken before mu_
+  Mutex load_mu_ INFERD_ACQUIRED_BEFORE(mu_);  // serialises loads, unloads and polls
 
-  mutable std::mutex mu_;
-  std::map<std::string, ModelRecord> models_;      // guarded by mu_
-  std::map<std::string, uint64_t> load_failures_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, ModelRecord> models_ INFERD_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> load_failures_ INFERD_GUARDED_BY(mu_);
 
-  std::mutex reaper_mu_;
-  std::condition_variable reaper_cv_;
-  std::deque<std::shared_ptr<ModelVersion>> retired_;  // guarded by reaper_mu_
-  bool reaper_stop_ = false;                           // guarded by reaper_mu_
+  Mutex reaper_mu_;
+  CondVar reaper_cv_;
+  std::deque<std::shared_ptr<ModelVersion>> retired_ INFERD_GUARDED_BY(reaper_mu_);
+  bool reaper_stop_ INFERD_GUARDED_BY(reaper_mu_) = false;
   std::thread reaper_;
 };
 

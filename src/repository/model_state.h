@@ -16,7 +16,22 @@ enum class ModelState {
 };
 
 // Triton's wire name: "" for kUnknown, else "LOADING", "READY", "UNLOADING",
-// "UNAVAILABLE".
-std::string_view ModelStateName(ModelState state);
+// "UNAVAILABLE". Inline, so that encoders (and their fuzz targets) need no
+// library for it.
+constexpr std::string_view ModelStateName(ModelState state) {
+  switch (state) {
+    case ModelState::kLoading:
+      return "LOADING";
+    case ModelState::kReady:
+      return "READY";
+    case ModelState::kUnloading:
+      return "UNLOADING";
+    case ModelState::kUnavailable:
+      return "UNAVAILABLE";
+    case ModelState::kUnknown:
+      break;
+  }
+  return "";
+}
 
 }  // namespace inferd

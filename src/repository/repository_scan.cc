@@ -36,33 +36,29 @@ bool IsValidModelName(std::string_view name) {
   return name.find("..") == std::string_view::npos;
 }
 
-StatusOr<std::map<std::string, ModelLocation>> ScanRepositories(
-    const std::vector<std::string>& repositories) {
+StatusOr<std::map<std::string, ModelLocation>> ScanRepository(const std::string& repository) {
   std::map<std::string, ModelLocation> models;
-  for (const auto& repo : repositories) {
-    std::error_code ec;
-    const fs::path root = fs::canonical(repo, ec);
-    if (ec || !fs::is_directory(root, ec)) {
-      return InvalidArgument("model repository '" + repo + "' is not a directory");
-    }
-    for (const auto& entry : fs::directory_iterator(root, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.empty() || name[0] == '.') continue;
-      if (!entry.is_directory(ec)) continue;
-      ModelLocation loc;
-      loc.repository = root.string();
-      const fs::path dir = fs::canonical(entry.path(), ec);
-      loc.directory = ec ? entry.path().string() : dir.string();
-      if (!IsValidModelName(name)) {
-        loc.problem = "invalid model name";
-      } else if (ec || !IsInside(dir, root)) {
-        loc.problem = "model directory resolves outside its repository";
-      }
-      auto [it, inserted] = models.emplace(name, loc);
-      if (!inserted) it->second.problem = "model appears in more than one model repository";
-    }
-    if (ec) return Internal("failed to list model repository '" + repo + "'");
+  std::error_code ec;
+  const fs::path root = fs::canonical(repository, ec);
+  if (ec || !fs::is_directory(root, ec)) {
+    return InvalidArgument("model repository '" + repository + "' is not a directory");
   }
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    if (!entry.is_directory(ec)) continue;
+    ModelLocation loc;
+    loc.repository = root.string();
+    const fs::path dir = fs::canonical(entry.path(), ec);
+    loc.directory = ec ? entry.path().string() : dir.string();
+    if (!IsValidModelName(name)) {
+      loc.problem = "invalid model name";
+    } else if (ec || !IsInside(dir, root)) {
+      loc.problem = "model directory resolves outside its repository";
+    }
+    models.emplace(name, std::move(loc));
+  }
+  if (ec) return Internal("failed to list model repository '" + repository + "'");
   return models;
 }
 
@@ -101,6 +97,10 @@ std::string FingerprintModelDirectory(const std::string& model_directory) {
     fp += "\n";
   }
   return fp;
+}
+
+bool PathIsInside(const std::string& child, const std::string& parent) {
+  return IsInside(fs::path(child), fs::path(parent));
 }
 
 }  // namespace inferd

@@ -1,13 +1,15 @@
-// Repository scanning: a pure look at the filesystem that says which models
-// and versions exist. Deciding what to load from it is the manager's job.
+// Repository scanning on the local filesystem: pure looks at directories
+// that say which models and versions exist (LocalRepositorySource is built
+// on them), and the model-name rule every front end applies.
+//
+// Threading: free functions without state; safe from any thread.
 #pragma once
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
-#include <vector>
+#include <string_view>
 
 #include "core/status.h"
 
@@ -23,12 +25,12 @@ struct ModelLocation {
 // no NUL or control characters, at most 255 bytes.
 bool IsValidModelName(std::string_view name);
 
-// Lists every model directory in `repositories`. A model found in more than
-// one repository, or whose directory resolves outside its repository
-// (symlink), is listed with a `problem`. Hidden entries (".x") are skipped.
-// Errors if a repository path is missing or not a directory.
-StatusOr<std::map<std::string, ModelLocation>> ScanRepositories(
-    const std::vector<std::string>& repositories);
+// Lists every model directory of one repository. A model whose name is
+// invalid, or whose directory resolves outside the repository (symlink), is
+// listed with a `problem`. Hidden entries (".x") and plain files are
+// skipped. Errors: INVALID_ARGUMENT if the repository is missing or not a
+// directory; INTERNAL if it cannot be listed.
+StatusOr<std::map<std::string, ModelLocation>> ScanRepository(const std::string& repository);
 
 // Version numbers present in a model directory: sub-directories named by a
 // decimal integer without leading zeros, that stay inside the model
@@ -38,5 +40,8 @@ std::set<int64_t> ScanVersions(const std::string& model_directory);
 // A fingerprint of a model directory's content (names, sizes and mtimes of
 // its files, bounded depth): equal fingerprints mean nothing changed.
 std::string FingerprintModelDirectory(const std::string& model_directory);
+
+// True if `child` is `parent` or below it (both canonical).
+bool PathIsInside(const std::string& child, const std::string& parent);
 
 }  // namespace inferd

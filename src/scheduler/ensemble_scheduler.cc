@@ -51,8 +51,8 @@ class EnsembleScheduler::StepSink final : public SingleResponseSink<StepSink> {
  public:
   StepSink(EnsembleScheduler* scheduler, std::shared_ptr<Run> run, size_t step)
       : scheduler_(scheduler), run_(std::move(run)), step_(step) {}
-  void Complete(Status status, std::unique_ptr<InferResponse> response) {
-    scheduler_->OnStepDone(run_, step_, std::move(status), std::move(response));
+  void Complete(const Status& status, std::unique_ptr<InferResponse> response) {
+    scheduler_->OnStepDone(run_, step_, status, std::move(response));
   }
 
  private:
@@ -188,8 +188,8 @@ void EnsembleScheduler::Launch(const std::shared_ptr<Run>& run, size_t index) {
   infer_(std::move(req), std::make_unique<StepSink>(this, run, index));
 }
 
-void EnsembleScheduler::OnStepDone(const std::shared_ptr<Run>& run, size_t index, Status status,
-                                   std::unique_ptr<InferResponse> response) {
+void EnsembleScheduler::OnStepDone(const std::shared_ptr<Run>& run, size_t index,
+                                   const Status& status, std::unique_ptr<InferResponse> response) {
   const EnsembleStep& step = steps_[index];
   if (!status.ok()) {
     return Complete(run, status.WithPrefix("in ensemble '" + ctx_.model.name + "', step '" +

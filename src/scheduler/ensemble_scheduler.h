@@ -57,7 +57,7 @@ class EnsembleScheduler : public Scheduler {
   struct Run;
   class StepSink;
   void Launch(const std::shared_ptr<Run>& run, size_t step);
-  void OnStepDone(const std::shared_ptr<Run>& run, size_t step, Status status,
+  void OnStepDone(const std::shared_ptr<Run>& run, size_t step, const Status& status,
                   std::unique_ptr<InferResponse> response);
   // Gives the ensemble request its final signal, once (later calls return).
   void Complete(const std::shared_ptr<Run>& run, Status status);

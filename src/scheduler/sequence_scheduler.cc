@@ -103,7 +103,7 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   pending->arrival = now;
   pending->rows = policy_.batching ? std::max<int64_t>(1, req.batch_size) : 1;
   const std::string model = "'" + ctx_.model.name + "'";
-  auto reject = [&](Status s) { FailPending(ctx_, *pending, FailReason::kOther, s); };
+  auto reject = [&](const Status& s) { FailPending(ctx_, *pending, FailReason::kOther, s); };
 
   if (std::holds_alternative<std::monostate>(req.correlation_id)) {
     return reject(InvalidArgument("inference request to model " + model +

@@ -123,7 +123,13 @@ Metrics (Prometheus, GET /metrics; docs/metrics.md)
                                  latency histogram bucket bounds, seconds, ascending
                                  (default 0.00005,0.0001,0.00025,...,2.5,5,10)
 
-  --log-verbose=<n>              verbose logging level (default 0)
+Logging (stderr; docs: README.md)
+  --log-verbose=<n>              verbose messages up to level n (default 0: none)
+  --log-info=<bool>              informational messages (default true); the "listening on"
+                                 lines are printed regardless
+  --log-warning=<bool>           warnings (default true)
+  --log-error=<bool>             errors (default true)
+
   --help                         this text
 )";
 }
@@ -279,7 +285,10 @@ StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
          cl.server.histograms.latency_buckets_s = std::move(*b);
          return Status::Ok();
        }},
-      {"log-verbose", integer(cl.log_verbose, 0, 100)},
+      {"log-verbose", integer(cl.log.verbose, 0, 100)},
+      {"log-info", boolean(cl.log.info)},
+      {"log-warning", boolean(cl.log.warning)},
+      {"log-error", boolean(cl.log.error)},
   };
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];

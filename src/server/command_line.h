@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/log.h"
 #include "core/status.h"
 #include "frontend/grpc/grpc_server.h"
 #include "frontend/http/http_api.h"
@@ -29,7 +30,7 @@ struct CommandLine {
   int metrics_interval_ms = 2000;  // host/GPU gauge refresh; latency buckets: server.histograms
   int exit_timeout_secs = 30;
   int drain_delay_secs = 0;  // after SIGTERM: not ready, still serving, for this long
-  int log_verbose = 0;
+  LogSettings log;           // --log-verbose, --log-info, --log-warning, --log-error (core/log.h)
   bool help = false;
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/request_validator.h"
 #include "core/sanitize.h"
+#include "repository/repository_source_factory.h"
 
 namespace inferd {
 
@@ -16,7 +17,8 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
       gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
       cuda_shared_memory_(std::make_unique<CudaSharedMemoryManager>(device_)) {
   ModelManagerOptions mo;
-  mo.repositories = options_.repositories;
+  mo.source = MakeRepositorySource(options_.repositories);
+  mo.clock = RealClock::Get();
   mo.mode = options_.control_mode;
   mo.startup_models = options_.startup_models;
   shared_memory_.set_cuda(cuda_shared_memory_.get());
@@ -51,20 +53,11 @@ Status InferenceServer::Start() {
   Status s = manager_->LoadStartupModels();
   if (!s.ok() && options_.exit_on_error) return s;
   if (options_.control_mode == ModelControlMode::kPoll && options_.repository_poll_secs > 0) {
-    poller_ = std::thread([this] { PollLoop(); });
+    poller_ = std::make_unique<RepositoryPoller>(
+        RealClock::Get(), std::chrono::seconds(options_.repository_poll_secs),
+        [this] { manager_->PollOnce(); });
   }
   return Status::Ok();
-}
-
-void InferenceServer::PollLoop() {
-  std::unique_lock<std::mutex> lock(poll_mu_);
-  while (!poll_stop_) {
-    poll_cv_.wait_for(lock, std::chrono::seconds(options_.repository_poll_secs));
-    if (poll_stop_) break;
-    lock.unlock();
-    manager_->PollOnce();
-    lock.lock();
-  }
 }
 
 void InferenceServer::BeginShutdown() { shutting_down_ = true; }
@@ -72,12 +65,8 @@ void InferenceServer::BeginShutdown() { shutting_down_ = true; }
 bool InferenceServer::WaitForIdle(int timeout_ms) { return inflight_.WaitForIdle(timeout_ms); }
 
 void InferenceServer::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(poll_mu_);
-    poll_stop_ = true;
-  }
-  poll_cv_.notify_all();
-  if (poller_.joinable()) poller_.join();
+  control_.Stop();  // no load runs while the models stop
+  if (poller_) poller_->Stop();
   if (manager_) manager_->StopAll();
 }
 
@@ -87,10 +76,12 @@ bool InferenceServer::IsReady() const {
 }
 
 Status InferenceServer::CheckModel(const std::string& name, int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   return manager_->Get(name, version).status();
 }
 
 StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (mv.ok()) return true;
   if (mv.status().code() == StatusCode::kUnavailable) return false;
@@ -102,6 +93,7 @@ StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t vers
 
 StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& name,
                                                           int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   const ModelSpec& spec = (*mv)->spec();
@@ -127,12 +119,14 @@ StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& nam
 
 StatusOr<std::string> InferenceServer::GetModelConfigJson(const std::string& name,
                                                           int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   return (*mv)->config_json();
 }
 
 StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64_t version) const {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
   if (!mv.ok()) return mv.status();
   return (*mv)->spec();
@@ -140,6 +134,7 @@ StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64
 
 StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std::string& name,
                                                                       int64_t version) const {
+  if (!name.empty()) INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   std::vector<ModelStatistics> out;
   for (const auto& mv : manager_->ReadyVersionsOf(name)) {
     if (version >= 0 && mv->version() != version) continue;
@@ -165,20 +160,20 @@ std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only,
 }
 
 std::vector<std::string> InferenceServer::ServerPaths() const {
-  std::vector<std::string> paths = options_.repositories;
-  paths.push_back(registry_->backend_directory());
-  for (size_t i = 0, n = paths.size(); i < n; ++i) {
-    std::error_code ec;
-    auto full = std::filesystem::weakly_canonical(paths[i], ec);
-    if (!ec) paths.push_back(full.string());
-    auto abs = std::filesystem::absolute(paths[i], ec);
-    if (!ec) paths.push_back(abs.lexically_normal().string());
-  }
+  std::vector<std::string> paths = manager_->source().PathsToRedact();
+  const std::string& backends = registry_->backend_directory();
+  paths.push_back(backends);
+  std::error_code ec;
+  auto full = std::filesystem::weakly_canonical(backends, ec);
+  if (!ec) paths.push_back(full.string());
+  auto abs = std::filesystem::absolute(backends, ec);
+  if (!ec) paths.push_back(abs.lexically_normal().string());
   return paths;
 }
 
 Status InferenceServer::LoadModel(const std::string& name,
                                   const std::optional<std::string>& config_json) {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
@@ -188,23 +183,11 @@ Status InferenceServer::LoadModel(const std::string& name,
 }
 
 Status InferenceServer::UnloadModel(const std::string& name) {
+  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
   return manager_->Unload(name);
-}
-
-Status InferenceServer::RegisterCudaSharedMemory(const std::string& name,
-                                                 const std::string& raw_handle, int64_t device_id,
-                                                 uint64_t byte_size) {
-  if (shared_memory_.Find(name).ok() || cuda_shared_memory_->Find(name).ok()) {
-    return AlreadyExists("shared memory region '" + name + "' already in manager");
-  }
-  if (cuda_shared_memory_->DeviceCount() == 0) {
-    return Unimplemented("failed to register CUDA shared memory region: '" + name +
-                         "', GPUs not supported (" + device_->Unavailable() + ")");
-  }
-  return cuda_shared_memory_->Register(name, raw_handle, device_id, byte_size);
 }
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request,

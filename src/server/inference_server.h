@@ -1,6 +1,10 @@
 // InferenceServer: the facade both front ends call. Owns the model manager
 // and the repository poller; answers health, metadata, configuration,
-// repository control and inference in protocol-neutral terms.
+// repository control and inference in protocol-neutral terms. Repository
+// and shared-memory control go through control() (control_plane.h).
+//
+// Every call that names a model checks the name first with
+// ControlPlane::CheckModelName (INVALID_ARGUMENT for a malformed name).
 //
 // Threading: every method may be called from any thread. Infer() never
 // blocks: it validates, enqueues and returns; the request's sink is told
@@ -23,6 +27,8 @@
 #include "core/request_validator.h"
 #include "core/response_sink.h"
 #include "repository/model_manager.h"
+#include "repository/repository_poller.h"
+#include "server/control_plane.h"
 #include "server/inflight_tracker.h"
 #include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
@@ -82,7 +88,9 @@ class InferenceServer {
   void BeginShutdown();
   // Waits until no request is in flight or `timeout_ms` passes; true if idle.
   bool WaitForIdle(int timeout_ms);
-  // Stops polling and every model (drains accepted requests).
+  // Stops the control plane's worker (the running load finishes, queued
+  // ones are answered UNAVAILABLE), polling and every model (drains
+  // accepted requests).
   void Stop();
 
   bool IsLive() const { return true; }
@@ -117,8 +125,13 @@ class InferenceServer {
   // With `redact_paths` (for clients), the repository and backend
   // directories in `reason` read "<server path>"; the log keeps them.
   std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only, bool redact_paths = true) const;
+  // Synchronous (loading may take long): front ends call control().Load /
+  // Unload, which run these on the control plane's worker.
   Status LoadModel(const std::string& name, const std::optional<std::string>& config_json);
   Status UnloadModel(const std::string& name);
+
+  // The control calls of every front end (load/unload, client shared memory).
+  ControlPlane& control() { return control_; }
 
   // Validates the request and hands it with `sink` to the model's
   // scheduler; never blocks. Takes ownership of both. The sink gets the
@@ -131,26 +144,19 @@ class InferenceServer {
 
   int64_t InflightCount() const { return inflight_.count(); }
 
-  // Client shared-memory regions (shared by every front end). Registering
-  // and unregistering are allowed only with allow_client_shm().
+  // Client shared-memory regions (shared by every front end; the codecs
+  // resolve requests' regions here). Clients register and unregister them
+  // through control(), allowed only with allow_client_shm().
   SharedMemoryManager& shared_memory() { return shared_memory_; }
   bool allow_client_shm() const { return options_.allow_client_shm; }
   // CUDA shared-memory regions (register fails without a GPU).
   CudaSharedMemoryManager& cuda_shared_memory() { return *cuda_shared_memory_; }
-  // Registers a CUDA region for either front end (the caller checks
-  // allow_client_shm): names are one namespace with system regions
-  // (ALREADY_EXISTS), and a server without a GPU answers UNIMPLEMENTED
-  // "..., GPUs not supported (no CUDA device: ...)".
-  Status RegisterCudaSharedMemory(const std::string& name, const std::string& raw_handle,
-                                  int64_t device_id, uint64_t byte_size);
   // The device layer, and the GPUs model configurations may name.
   const DeviceMemory& device_memory() const { return *device_; }
   int gpu_count() const { return gpu_count_; }
   const RequestLimits& request_limits() const { return options_.request_limits; }
 
  private:
-  void PollLoop();
-
   // The repositories and the backend directory, as given and resolved:
   // what RedactPaths hides from clients.
   std::vector<std::string> ServerPaths() const;
@@ -169,10 +175,10 @@ class InferenceServer {
   SharedMemoryManager shared_memory_;
   std::atomic<bool> shutting_down_{false};
 
-  std::mutex poll_mu_;
-  std::condition_variable poll_cv_;
-  bool poll_stop_ = false;  // guarded by poll_mu_
-  std::thread poller_;
+  std::unique_ptr<RepositoryPoller> poller_;  // poll mode, from Start to Stop
+
+  // Last: built after everything it drives, stopped first (Stop), destroyed first.
+  ControlPlane control_{*this};
 };
 
 }  // namespace inferd

@@ -1,11 +1,12 @@
 // inferd: the inference server executable.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 #include <thread>
 
+#include "core/log.h"
 #include "core/sanitize.h"
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
@@ -16,6 +17,7 @@
 #include "frontend/grpc/grpc_server.h"
 #endif
 
+namespace inferd {
 namespace {
 
 // Blocks SIGINT/SIGTERM in every thread (set before any thread starts) so
@@ -30,115 +32,133 @@ sigset_t BlockShutdownSignals() {
   return set;
 }
 
-}  // namespace
+// The services around the server. Destroyed in reverse order (gRPC, HTTP,
+// the API, metrics), before the InferenceServer they use.
+struct Services {
+  std::unique_ptr<metrics::MetricsService> metrics;
+  std::unique_ptr<http::HttpApi> api;
+  std::unique_ptr<http::HttpServer> http;
+#ifdef INFERD_HAS_GRPC_FRONTEND
+  std::unique_ptr<grpc_frontend::GrpcServer> grpc;
+#endif
+};
 
-int main(int argc, char** argv) {
-  using namespace inferd;
-  auto cl = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
-  if (!cl.ok()) {
-    std::cerr << "inferd: " << cl.status().message() << "\n";
-    return 2;
+const char* ControlModeName(ModelControlMode mode) {
+  switch (mode) {
+    case ModelControlMode::kNone:
+      break;
+    case ModelControlMode::kPoll:
+      return "poll";
+    case ModelControlMode::kExplicit:
+      return "explicit";
   }
-  if (cl->help) {
-    std::cout << CommandLineUsage();
-    return 0;
-  }
-  const sigset_t signals = BlockShutdownSignals();
+  return "none";
+}
 
-  InferenceServer server(cl->server, BackendRegistry::WithBuiltins(cl->server.backend_directory));
+void LogStartupSettings(const CommandLine& cl, const InferenceServer& server) {
+  for (const auto& r : cl.server.repositories) {
+    INFERD_VLOG(1) << "model repository: " << EscapeControl(r);
+  }
+  INFERD_VLOG(1) << "model control mode: " << ControlModeName(cl.server.control_mode);
   if (server.gpu_count() > 0) {
-    std::cerr << "inferd: " << server.gpu_count() << " CUDA device(s)" << std::endl;
+    INFERD_LOG(Info) << server.gpu_count() << " CUDA device(s)";
   } else {
-    std::cerr << "inferd: " << server.device_memory().Unavailable() << "; serving CPU models"
-              << std::endl;
+    INFERD_LOG(Info) << server.device_memory().Unavailable() << "; serving CPU models";
   }
-  Status started = server.Start();
-  if (!started.ok()) {
-    std::cerr << "inferd: " << started.message() << "\n";
-    return 1;
-  }
-  // The operator's log keeps the server's paths; control characters from
-  // configs or backends are escaped.
+}
+
+// The outcome of the start-up loads, from the repository index. The
+// operator's log keeps the server's paths; control characters from configs
+// or backends are escaped.
+void LogModelStates(const InferenceServer& server) {
   for (const auto& e : server.RepositoryIndex(false, /*redact_paths=*/false)) {
     if (e.state == ModelState::kUnavailable) {
-      std::cerr << "inferd: model '" << EscapeControl(e.name)
-                << "' is UNAVAILABLE: " << EscapeControl(e.reason) << "\n";
+      INFERD_LOG(Warning) << "model '" << EscapeControl(e.name)
+                          << "' is UNAVAILABLE: " << EscapeControl(e.reason);
+    } else {
+      INFERD_VLOG(1) << "model '" << EscapeControl(e.name) << "'"
+                     << (e.version ? " version " + std::to_string(*e.version) : "") << " is "
+                     << ModelStateName(e.state);
     }
   }
-  std::unique_ptr<metrics::MetricsService> metrics_service;
-  if (cl->allow_metrics) {
-    metrics::MetricsOptions mo;
-    mo.address = cl->metrics_address;
-    mo.port = static_cast<uint16_t>(cl->metrics_port);
-    mo.interval_ms = cl->metrics_interval_ms;
-    metrics_service = std::make_unique<metrics::MetricsService>(server, mo);
-    Status s = metrics_service->Start();
-    if (!s.ok()) {
-      std::cerr << "inferd: " << s.message() << "\n";
-      return 1;
-    }
-    std::cerr << "inferd: metrics listening on " << mo.address << ":" << metrics_service->port()
-              << std::endl;
-  }
+}
 
-  std::unique_ptr<http::HttpApi> api;
-  std::unique_ptr<http::HttpServer> http_server;
-  if (cl->allow_http) {
-    http::HttpApiOptions api_options;
-    api_options.max_input_size = cl->http.max_body_bytes;
-    api_options.max_json_depth = cl->http_max_json_depth;
-    api_options.restricted = cl->http_restricted;
-    api = std::make_unique<http::HttpApi>(server, api_options);
-    http_server = std::make_unique<http::HttpServer>(
-        cl->http, [a = api.get()](http::HttpRequest r, std::shared_ptr<http::HttpResponder> s) {
-          a->Handle(std::move(r), std::move(s));
-        });
-    Status s = http_server->Start();
-    if (!s.ok()) {
-      std::cerr << "inferd: " << s.message() << "\n";
-      return 1;
-    }
-    std::cerr << "inferd: HTTP listening on " << cl->http.address << ":" << http_server->port()
-              << std::endl;
-    if (cl->http.tls.enabled) {
-      std::cerr << "inferd: HTTP uses TLS" << (cl->http.tls.mutual ? " (mutual)" : "") << std::endl;
-    }
-  }
+Status StartMetrics(const CommandLine& cl, InferenceServer& server, Services& s) {
+  metrics::MetricsOptions mo;
+  mo.address = cl.metrics_address;
+  mo.port = static_cast<uint16_t>(cl.metrics_port);
+  mo.interval_ms = cl.metrics_interval_ms;
+  s.metrics = std::make_unique<metrics::MetricsService>(server, mo);
+  INFERD_RETURN_IF_ERROR(s.metrics->Start());
+  LogAlways("metrics listening on " + mo.address + ":" + std::to_string(s.metrics->port()));
+  return Status::Ok();
+}
 
+Status StartHttp(const CommandLine& cl, InferenceServer& server, Services& s) {
+  http::HttpApiOptions api_options;
+  api_options.max_input_size = cl.http.max_body_bytes;
+  api_options.max_json_depth = cl.http_max_json_depth;
+  api_options.restricted = cl.http_restricted;
+  s.api = std::make_unique<http::HttpApi>(server, api_options);
+  s.http = std::make_unique<http::HttpServer>(
+      cl.http, [a = s.api.get()](http::HttpRequest r, std::shared_ptr<http::HttpResponder> out) {
+        a->Handle(std::move(r), std::move(out));
+      });
+  INFERD_RETURN_IF_ERROR(s.http->Start());
+  LogAlways("HTTP listening on " + cl.http.address + ":" + std::to_string(s.http->port()));
+  if (cl.http.tls.enabled) {
+    INFERD_LOG(Info) << "HTTP uses TLS" << (cl.http.tls.mutual ? " (mutual)" : "");
+  }
+  return Status::Ok();
+}
+
+Status StartGrpc([[maybe_unused]] const CommandLine& cl, [[maybe_unused]] InferenceServer& server,
+                 [[maybe_unused]] Services& s) {
 #ifdef INFERD_HAS_GRPC_FRONTEND
-  std::unique_ptr<grpc_frontend::GrpcServer> grpc_server;
-  if (cl->allow_grpc) {
-    grpc_server = std::make_unique<grpc_frontend::GrpcServer>(server, cl->grpc);
-    Status s = grpc_server->Start();
-    if (!s.ok()) {
-      std::cerr << "inferd: " << s.message() << "\n";
-      return 1;
-    }
-    std::cerr << "inferd: gRPC listening on " << cl->grpc.address << ":" << grpc_server->port()
-              << std::endl;
-    if (cl->grpc.tls.enabled) {
-      std::cerr << "inferd: gRPC uses TLS" << (cl->grpc.tls.mutual ? " (mutual)" : "") << std::endl;
-    }
+  if (!cl.allow_grpc) return Status::Ok();
+  s.grpc = std::make_unique<grpc_frontend::GrpcServer>(server, cl.grpc);
+  INFERD_RETURN_IF_ERROR(s.grpc->Start());
+  LogAlways("gRPC listening on " + cl.grpc.address + ":" + std::to_string(s.grpc->port()));
+  if (cl.grpc.tls.enabled) {
+    INFERD_LOG(Info) << "gRPC uses TLS" << (cl.grpc.tls.mutual ? " (mutual)" : "");
   }
 #else
   // Built with INFERD_WITH_GRPC=OFF: the gRPC flags still parse (one command
-  // line for every build) and have no effect.
-  std::cerr << "inferd: gRPC is not served (built with INFERD_WITH_GRPC=OFF)" << std::endl;
+  // line for every build) and have no effect. Printed like the listening
+  // lines: it is what launchers look for instead of one.
+  LogAlways("gRPC is not served (built with INFERD_WITH_GRPC=OFF)");
 #endif
+  return Status::Ok();
+}
 
+// Starts the services the flags ask for, in order: metrics, HTTP, gRPC.
+Status StartServices(const CommandLine& cl, InferenceServer& server, Services& s) {
+  if (cl.allow_metrics) INFERD_RETURN_IF_ERROR(StartMetrics(cl, server, s));
+  if (cl.allow_http) INFERD_RETURN_IF_ERROR(StartHttp(cl, server, s));
+  return StartGrpc(cl, server, s);
+}
+
+void WaitForShutdownSignal(const sigset_t& signals) {
   int sig = 0;
   sigwait(&signals, &sig);
-  std::cerr << "inferd: received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down\n";
+  INFERD_LOG(Info) << "received " << (sig == SIGINT ? "SIGINT" : "SIGTERM") << ", shutting down";
+}
+
+// Readiness turns false; the server keeps serving for the drain delay while
+// balancers notice, then stops accepting. In-flight work gets until the exit
+// timeout, counted from the end of the drain delay; then everything stops.
+void Shutdown(const CommandLine& cl, InferenceServer& server, Services& s) {
   server.BeginShutdown();
-  // Readiness is false now; keep serving while balancers notice, then stop
-  // accepting. The exit timeout counts from the end of the drain delay.
-  if (cl->drain_delay_secs > 0) {
-    std::cerr << "inferd: draining for " << cl->drain_delay_secs << " s\n";
-    std::this_thread::sleep_for(std::chrono::seconds(cl->drain_delay_secs));
+  if (cl.drain_delay_secs > 0) {
+    INFERD_LOG(Info) << "draining for " << cl.drain_delay_secs << " s";
+    std::this_thread::sleep_for(std::chrono::seconds(cl.drain_delay_secs));
   }
-  if (http_server) http_server->StopAccepting();
+  if (s.http) {
+    s.http->StopAccepting();
+    INFERD_VLOG(1) << "HTTP: no longer accepting connections";
+  }
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(cl->exit_timeout_secs);
+      std::chrono::steady_clock::now() + std::chrono::seconds(cl.exit_timeout_secs);
   auto remaining_ms = [&] {
     return static_cast<int>(std::max<int64_t>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
@@ -146,20 +166,59 @@ int main(int argc, char** argv) {
                .count()));
   };
 #ifdef INFERD_HAS_GRPC_FRONTEND
-  if (grpc_server) {
+  if (s.grpc) {
     // Stops accepting calls, lets open streams write what they owe, waits for
     // in-flight calls until the exit timeout and cancels the rest. Models are
     // still running here, so every accepted request completes.
-    grpc_server->Shutdown(std::chrono::system_clock::now() +
-                          std::chrono::milliseconds(remaining_ms()));
+    s.grpc->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(remaining_ms()));
+    INFERD_VLOG(1) << "gRPC: every call finished";
   }
 #endif
   bool idle = server.WaitForIdle(remaining_ms());
-  if (http_server) idle = http_server->WaitForIdle(remaining_ms()) && idle;
-  if (!idle) std::cerr << "inferd: exit timeout reached with requests still in flight\n";
-  if (http_server) http_server->Stop();
-  if (metrics_service) metrics_service->Stop();
+  if (s.http) idle = s.http->WaitForIdle(remaining_ms()) && idle;
+  if (!idle) INFERD_LOG(Warning) << "exit timeout reached with requests still in flight";
+  if (s.http) s.http->Stop();
+  if (s.metrics) s.metrics->Stop();
+  INFERD_VLOG(1) << "front ends stopped; stopping the models";
   server.Stop();
-  std::cerr << "inferd: stopped\n";
+  INFERD_LOG(Info) << "stopped";
+}
+
+// Everything after the flags: start, serve until SIGTERM/SIGINT, shut down.
+// The exit code.
+int Serve(const CommandLine& cl) {
+  const sigset_t signals = BlockShutdownSignals();
+  InferenceServer server(cl.server, BackendRegistry::WithBuiltins(cl.server.backend_directory));
+  LogStartupSettings(cl, server);
+  if (Status started = server.Start(); !started.ok()) {
+    INFERD_LOG(Error) << started.message();
+    return 1;
+  }
+  LogModelStates(server);
+  Services services;
+  if (Status s = StartServices(cl, server, services); !s.ok()) {
+    INFERD_LOG(Error) << s.message();
+    return 1;
+  }
+  WaitForShutdownSignal(signals);
+  Shutdown(cl, server, services);
   return 0;
+}
+
+}  // namespace
+}  // namespace inferd
+
+int main(int argc, char** argv) {
+  using namespace inferd;
+  auto cl = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+  if (!cl.ok()) {
+    INFERD_LOG(Error) << cl.status().message();
+    return 2;
+  }
+  if (cl->help) {
+    std::cout << CommandLineUsage();
+    return 0;
+  }
+  SetLogSettings(cl->log);
+  return Serve(*cl);
 }

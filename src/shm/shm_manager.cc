@@ -124,7 +124,7 @@ Status SharedMemoryManager::Register(const std::string& name, const std::string&
                            std::to_string(st.st_size) + " bytes)");
   }
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  auto region = std::shared_ptr<SharedMemoryRegion>(new SharedMemoryRegion());
+  auto region = std::make_shared<SharedMemoryRegion>();
   region->name_ = name;
   region->key_ = key;
   region->offset_ = offset;

@@ -23,34 +23,6 @@ namespace {
 using testing::InferdProcess;
 using testing::TempRepository;
 
-const char* kSimple = R"(name: "simple"
-backend: "add_sub"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-)";
-
-const char* kStrings = R"(name: "strings"
-backend: "identity"
-max_batch_size: 0
-input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
-)";
-
-const char* kSlow = R"(name: "slow"
-backend: "delay"
-max_batch_size: 0
-input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
-parameters { key: "execute_delay_ms" value { string_value: "100" } }
-)";
-
 // One inferd for the whole binary's tests, started by the first test that
 // asks for it and stopped by ServerEnvironment after the last one.
 class Server {
@@ -64,7 +36,7 @@ class Server {
   static void StopIfStarted() {
     if (instance_ == nullptr) return;
     if (instance_->proc_) {
-      const int code = instance_->proc_->Stop();
+      const int code = instance_->proc_->Stop();  // non-zero on a sanitizer report too
       EXPECT_EQ(code, 0) << "inferd did not stop cleanly\n" << instance_->proc_->Log();
     }
     delete instance_;
@@ -79,9 +51,9 @@ class Server {
 
  private:
   Server() {
-    repo_.AddModel("simple", kSimple);
-    repo_.AddModel("strings", kStrings);
-    repo_.AddModel("slow", kSlow);
+    // simple (add_sub INT32 [16]), strings (identity BYTES, max_batch_size 8),
+    // slow (delay backend, 300 ms, FP32 [-1]).
+    repo_.CopyTestModels({"simple", "strings", "slow"});
     proc_ = std::make_unique<InferdProcess>(std::vector<std::string>{
         "--model-repository=" + repo_.path(), "--model-control-mode=explicit", "--load-model=*",
         "--http-address=127.0.0.1", "--http-port=0", "--grpc-address=127.0.0.1", "--grpc-port=0",
@@ -187,7 +159,7 @@ TEST_P(ClientTest, InferTypedAndBytes) {
 
   InferRequest req;
   req.model = "strings";
-  req.inputs = {MakeBytesTensor("INPUT0", {3}, {"a", "", std::string("z\0y", 3)})};
+  req.inputs = {MakeBytesTensor("INPUT0", {1, 3}, {"a", "", std::string("z\0y", 3)})};
   ASSERT_TRUE(client_->Infer(req, r).ok);
   ASSERT_TRUE(r.ok()) << r.error;
   auto strings = r.outputs.at(0).ToStrings();
@@ -358,8 +330,8 @@ TEST(GrpcClientTest, StreamDeliversResponsesInOrderAndSurvivesErrors) {
 TEST(GrpcClientTest, OneClientServesManyThreadsAtOnce) {
   ASSERT_TRUE(Server::Get().ok()) << Server::Get().error();
   GrpcClient client(Server::Get().Url("grpc"));
-  // Four threads each wait ~100 ms on `slow` over the one shared channel;
-  // the calls overlap, so they end well before 4 x 100 ms.
+  // Four threads each wait on `slow` (300 ms) and then call `simple` over the
+  // one shared channel.
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int t = 0; t < 4; ++t) {

@@ -59,7 +59,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nginx_local  # noqa: E402
 
 REPO_ROOT = nginx_local.REPO_ROOT
-INFERD_BIN = os.environ.get("INFERD_BIN", os.path.join(REPO_ROOT, "build", "bin", "inferd"))
+sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "e2e"))
+import harness  # noqa: E402  (the inferd launcher and the canonical test repository)
+
+INFERD_BIN = harness.INFERD_BIN
 INFER_PERF_BIN = os.environ.get("INFER_PERF_BIN", os.path.join(REPO_ROOT, "build", "bin", "infer-perf"))
 VERBOSE = os.environ.get("INFERD_CLUSTER_VERBOSE", "") not in ("", "0")
 KEEP = os.environ.get("INFERD_CLUSTER_KEEP", "") not in ("", "0")
@@ -320,56 +323,36 @@ def http_request(addr, port, method, path, body=None, headers=None, timeout=5.0)
 
 
 class Host:
+    """One inferd host: a harness.Server in the host's namespace (the command prefix
+    `ip netns exec`), bound to the host's address, its output also in <tmp>/<name>.log."""
+
     def __init__(self, net, index, repo, tmp, extra_args):
         self.net, self.index, self.name = net, index, "h%d" % index
         self.addr = net.add_host(index)
         fixed = net.mode == "netns"
-        self.log_path = os.path.join(tmp, "%s.log" % self.name)
-        argv = [INFERD_BIN, "--model-repository", repo,
-                "--http-address", self.addr, "--http-port", "8000" if fixed else "0",
-                "--grpc-address", self.addr, "--grpc-port", "8001" if fixed else "0",
-                "--allow-metrics=false", "--http-thread-count", "2",
-                "--exit-timeout-secs", str(EXIT_TIMEOUT)] + list(extra_args)
-        self.argv = net.wrap(index, argv)
+        self.server = harness.Server(
+            [repo], ["--http-thread-count", "2", "--exit-timeout-secs", str(EXIT_TIMEOUT)]
+            + list(extra_args), prefix=net.wrap(index, []), address=self.addr,
+            http_port=8000 if fixed else 0, grpc_port=8001 if fixed else 0,
+            log_path=os.path.join(tmp, "%s.log" % self.name))
         self.proc = None
         self.http_port = self.grpc_port = None
         self.exit_code = self.exit_time = None
+        self.exit_error = None
 
     def start(self, timeout=30.0):
-        self.logf = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.logf,
-                                     stderr=subprocess.STDOUT, close_fds=True)
         deadline = time.monotonic() + timeout
+        try:
+            self.server.start()
+        except harness.ServerError as e:
+            raise RuntimeError("%s did not start: %s" % (self.name, e))
+        self.proc = self.server.proc
+        self.http_port, self.grpc_port = self.server.port, self.server.grpc_port
         while time.monotonic() < deadline:
-            text = self.log_text()
-            m = re.search(r"HTTP listening on [\d.]+:(\d+)", text)
-            if m:
-                self.http_port = int(m.group(1))
-                break
-            if self.proc.poll() is not None:
-                raise RuntimeError("%s exited (%s) before listening:\n%s"
-                                   % (self.name, self.proc.returncode, text))
-            time.sleep(0.02)
-        else:
-            raise RuntimeError("%s did not listen within %.0f s:\n%s" % (self.name, timeout, self.log_text()))
-        while time.monotonic() < deadline:
-            try:
-                if http_request(self.addr, self.http_port, "GET", "/v2/health/ready", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                pass
+            if self.ready_status() == 200:
+                return self
             time.sleep(0.05)
-        else:
-            raise RuntimeError("%s not ready within %.0f s:\n%s" % (self.name, timeout, self.log_text()))
-        # gRPC starts right after HTTP; a build that does not serve it never says so.
-        grpc_deadline = time.monotonic() + 1.0
-        while time.monotonic() < grpc_deadline:
-            g = re.search(r"gRPC listening on [\d.]+:(\d+)", self.log_text())
-            if g:
-                self.grpc_port = int(g.group(1))
-                break
-            time.sleep(0.02)
-        return self
+        raise RuntimeError("%s not ready within %.0f s:\n%s" % (self.name, timeout, self.log_text()))
 
     def endpoint(self):
         """HOST:HTTP_PORT:GRPC_PORT for render-upstreams.sh."""
@@ -384,28 +367,42 @@ class Host:
         except OSError:
             return None
 
-    def wait_exit_async(self):
+    def drain(self):
+        """SIGTERM (the drain), and a thread that records when and how it exits."""
+        self.server.send_signal(signal.SIGTERM)
+
         def waiter():
-            self.exit_code = self.proc.wait()
+            self.server.proc.wait()
             self.exit_time = time.time()
+            self._wait(None)  # the harness's check of the exit (after exit_time: it joins readers)
         t = threading.Thread(target=waiter, daemon=True)
         t.start()
         return t
 
-    def log_text(self):
+    def _wait(self, timeout):
         try:
-            with open(self.log_path, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+            code = self.server.wait(timeout)
+        except harness.SanitizerReport as e:
+            code = self.server.returncode
+            self.exit_error = str(e)
+        if self.server.proc.poll() is not None:
+            self.exit_code = code
+        return code
+
+    def clean_exit(self, timeout):
+        """Waits for the host's exit (after a SIGTERM, or a kill) and returns None when the
+        harness's check of it passed (no sanitizer report in its output; exit code 0 after
+        a SIGTERM), else what was wrong."""
+        if self.exit_code is None and self._wait(timeout) is None and self.server.alive():
+            self.kill()
+            return "did not exit within %.0f s of SIGTERM" % timeout
+        return self.exit_error
+
+    def log_text(self):
+        return "\n".join(self.server.log())
 
     def kill(self):
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                pass
+        self.server.kill()
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,23 +630,17 @@ def parse_access_log(path):
 
 
 def write_repository(root):
+    """simple from the canonical test repository, and this test's own delay models (their
+    timing is part of the test: DELAY_MS, SLOW_MS, a dynamic batcher)."""
+    tensor_in, tensor_out = [("INPUT0", "TYPE_INT32", [1])], [("OUTPUT0", "TYPE_INT32", [1])]
     for name, ms, count in (("delay", DELAY_MS, 1), ("slow", SLOW_MS, 2)):
-        d = os.path.join(root, name)
-        os.makedirs(os.path.join(d, "1"))
-        with open(os.path.join(d, "config.pbtxt"), "w") as f:
-            f.write("""name: "%s"
-backend: "delay"
-max_batch_size: 8
-input [ { name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 1 ] } ]
-parameters { key: "execute_delay_ms" value { string_value: "%d" } }
-instance_group [ { kind: KIND_CPU count: %d } ]
-dynamic_batching { max_queue_delay_microseconds: 1000 }
-""" % (name, ms, count))
-    simple = os.path.join(root, "simple")
-    os.makedirs(os.path.join(simple, "1"))
-    shutil.copy(os.path.join(REPO_ROOT, "examples", "models", "simple", "config.pbtxt"),
-                os.path.join(simple, "config.pbtxt"))
+        harness.write_model(root, name, harness.model_config(
+            name, "delay", tensor_in, tensor_out, max_batch_size=8, extra="""
+            parameters { key: "execute_delay_ms" value { string_value: "%d" } }
+            instance_group [ { kind: KIND_CPU count: %d } ]
+            dynamic_batching { max_queue_delay_microseconds: 1000 }
+            """ % (ms, count)))
+    harness.copy_test_models(root, ["simple"])
 
 
 def grpc_infer_through_nginx(nginx, calls=40):
@@ -788,8 +779,7 @@ def main():
         ev = {}
         if drain_flag:
             ev["sig"] = time.time()
-            h1.proc.send_signal(signal.SIGTERM)
-            h1.wait_exit_async()
+            h1.drain()
             ready = 200
             while ready == 200 and time.time() - ev["sig"] < DRAIN_DELAY:
                 ready = h1.ready_status()
@@ -820,8 +810,7 @@ def main():
             ev["removed"] = time.time()
             time.sleep(PRESTOP_SLEEP)
             ev["sig"] = time.time()
-            h1.proc.send_signal(signal.SIGTERM)
-            h1.wait_exit_async()
+            h1.drain()
             log("drain h1: nginx reloaded without h1, SIGTERM %.1f s later" % (ev["sig"] - ev["removed"]))
 
         # -- kill h2 -------------------------------------------------------------------------
@@ -975,6 +964,16 @@ def main():
             rc, thr, errs = grpc_result
             checks.check(rc == 0 and thr > 0 and errs == 0,
                          "gRPC through nginx: rc %d, %.0f infer/s, %d errors" % (rc, thr, errs))
+
+        # Every host's exit, through the harness: the live ones are stopped (SIGTERM) and
+        # must exit 0; no host's output may hold a sanitizer report.
+        for h in hosts:
+            if h.server.alive():
+                h.server.send_signal(signal.SIGTERM)
+        for h in hosts:
+            problem = h.clean_exit(DRAIN_DELAY + EXIT_TIMEOUT + 5)
+            checks.check(problem is None, "%s exited cleanly%s" % (h.name, "" if problem is None
+                                                                    else ": " + problem))
     except Exception as e:  # noqa: BLE001
         import traceback
         traceback.print_exc()

@@ -2,11 +2,15 @@
 
 Standard library only.  Provides:
 
-* ``Server``: start ``inferd`` on 127.0.0.1 with ``--http-port 0``, parse the
-  ``inferd: HTTP listening on 127.0.0.1:<port>`` line from stderr (read in a
-  thread; everything else is kept for failure diagnostics), stop it with
-  SIGTERM.
-* Repository builders (``write_model``, ``model_config``, ``standard_repository``).
+* ``Server``: the one process launcher of the Python tests.  Starts ``inferd``
+  (on 127.0.0.1 with ``--http-port 0`` unless told otherwise; a command prefix,
+  gRPC and a log file on request), parses the ``inferd: HTTP listening on
+  <address>:<port>`` line from stderr (read in a thread; everything else is kept
+  for failure diagnostics), stops it with SIGTERM, and fails the stop on a
+  sanitizer report or an unclean exit (``SanitizerReport``).
+* The canonical test repository (``tests/data/models``): ``copy_test_models``,
+  ``read_test_config``, ``standard_repository``; builders for variants on top
+  (``write_model``, ``model_config``, ``add_sub_config``, ``identity_config``).
 * Tiny HTTP helpers (``Client.get/post/post_json/post_binary/infer``) and a
   raw-socket helper for requests http.client refuses to send.
 * Tensor encoding helpers (``pack``/``unpack``) and binary-response parsing.
@@ -43,7 +47,11 @@ SHOW_ERRORS = os.environ.get("INFERD_E2E_SHOW_ERRORS", "") not in ("", "0")
 STARTUP_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 HTTP_TIMEOUT_S = 15.0
-LISTEN_RE = re.compile(r"^inferd: HTTP listening on 127\.0\.0\.1:(\d+)\s*$")
+# "inferd: HTTP listening on <address>:<port>" (and gRPC's): the address is what
+# --http-address/--grpc-address said, the port the bound one.
+LISTEN_RE = re.compile(r"^inferd: HTTP listening on (.+):(\d+)\s*$")
+GRPC_LISTEN_RE = re.compile(r"^inferd: gRPC listening on (.+):(\d+)\s*$")
+GRPC_NOT_SERVED_RE = re.compile(r"^inferd: gRPC is not served")
 
 
 # --------------------------------------------------------------------------------------------
@@ -68,20 +76,38 @@ class SanitizerReport(ServerError):
 
 
 class Server:
-    """One inferd process bound to 127.0.0.1 on an ephemeral port."""
+    """One inferd process, by default on 127.0.0.1 with an ephemeral HTTP port.
 
-    def __init__(self, repositories, extra_args=(), binary=None, startup_timeout=STARTUP_TIMEOUT_S):
+    The one launcher of the Python tests (e2e, gRPC compatibility, cluster). Options:
+    ``prefix`` goes before the binary (e.g. ``["ip", "netns", "exec", ns]``), ``address``
+    and ``http_port`` are the HTTP bind address and port (0: the kernel picks; the
+    listening line says which), ``grpc_port`` None leaves gRPC off, a number serves it on
+    ``address`` (``grpc_port`` is then the bound port, or None in a build without gRPC),
+    ``log_path`` also writes every line inferd prints to that file. ``extra_args`` come
+    last, so they override the defaults above.
+    """
+
+    def __init__(self, repositories, extra_args=(), binary=None, startup_timeout=STARTUP_TIMEOUT_S,
+                 prefix=(), address="127.0.0.1", http_port=0, grpc_port=None, log_path=None):
         if isinstance(repositories, str):
             repositories = [repositories]
         self.repositories = list(repositories)
         self.extra_args = list(extra_args)
         self.binary = binary or INFERD_BIN
         self.startup_timeout = startup_timeout
+        self.prefix = list(prefix)
+        self.address = address
+        self.http_port = http_port
+        self.want_grpc_port = grpc_port
+        self.log_path = log_path
         self.proc = None
         self.port = None
+        self.grpc_port = None
         self.returncode = None
         self._lines = []
         self._checked = False
+        self._signalled = False
+        self._log_file = None
         self._lock = threading.Lock()
         self._listening = threading.Event()
         self._threads = []
@@ -89,18 +115,26 @@ class Server:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def command(self):
-        cmd = [self.binary]
+        cmd = self.prefix + [self.binary]
         for r in self.repositories:
             cmd += ["--model-repository", r]
-        cmd += ["--http-address", "127.0.0.1", "--http-port", "0",
-                "--allow-grpc=false", "--allow-metrics=false"]
+        cmd += ["--http-address", self.address, "--http-port", str(self.http_port)]
+        if self.want_grpc_port is None:
+            cmd += ["--allow-grpc=false"]
+        else:
+            cmd += ["--grpc-address", self.address, "--grpc-port", str(self.want_grpc_port)]
+        cmd += ["--allow-metrics=false"]
         cmd += self.extra_args
         return cmd
 
     def start(self):
+        """Starts inferd and waits for its HTTP listening line (and, with ``grpc_port``, for
+        its gRPC line or the line saying this build does not serve gRPC)."""
         if not os.path.isfile(self.binary) or not os.access(self.binary, os.X_OK):
             raise ServerError("inferd binary not found or not executable: %s "
                               "(build it or set INFERD_BIN)" % self.binary)
+        if self.log_path:
+            self._log_file = open(self.log_path, "w", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      close_fds=True)
@@ -109,9 +143,15 @@ class Server:
             t.start()
             self._threads.append(t)
         deadline = time.monotonic() + self.startup_timeout
+        self._wait_listening(deadline)
+        if self.want_grpc_port is not None:
+            self._wait_grpc(deadline)
+        return self
+
+    def _wait_listening(self, deadline):
         while time.monotonic() < deadline:
             if self._listening.wait(0.05):
-                return self
+                break
             if self.proc.poll() is not None:
                 # give the reader a moment to collect the last lines
                 for t in self._threads:
@@ -127,7 +167,22 @@ class Server:
         if self.proc.poll() is not None:
             raise ServerError("inferd exited right after listening (code %s)\n%s"
                               % (self.proc.returncode, self.log_tail()))
-        return self
+
+    def _wait_grpc(self, deadline):
+        # gRPC starts right after HTTP; a build without it says so instead.
+        while time.monotonic() < deadline:
+            for line in self.log():
+                m = GRPC_LISTEN_RE.match(line)
+                if m:
+                    self.grpc_port = int(m.group(2))
+                    return
+                if GRPC_NOT_SERVED_RE.match(line):
+                    return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        self.kill()
+        raise ServerError("inferd printed no gRPC listening line\n" + self.log_tail())
 
     def _reader(self, stream, tag, parse):
         try:
@@ -135,10 +190,13 @@ class Server:
                 line = raw.decode("utf-8", "replace").rstrip("\r\n")
                 with self._lock:
                     self._lines.append(tag + line)
+                    if self._log_file is not None:
+                        self._log_file.write(tag + line + "\n")
+                        self._log_file.flush()
                 if parse and not self._listening.is_set():
                     m = LISTEN_RE.match(line)
                     if m:
-                        self.port = int(m.group(1))
+                        self.port = int(m.group(2))
                         self._listening.set()
         except (OSError, ValueError):
             pass
@@ -146,23 +204,43 @@ class Server:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def send_signal(self, sig):
+        """Sends `sig` without waiting: a later wait() or stop() treats the exit as a
+        shutdown on a signal (anything but exit code 0 is then unclean)."""
+        if self.alive():
+            self._signalled = True
+            try:
+                self.proc.send_signal(sig)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout=None):
+        """Waits for inferd to exit and returns its exit code (None if it is still running
+        after `timeout`). Checks the exit as stop() does, once per server."""
+        if self.proc is None:
+            return None
+        try:
+            self.returncode = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self._finish(signalled=self._signalled)
+        return self.returncode
+
     def stop(self, timeout=STOP_TIMEOUT_S, sig=signal.SIGTERM):
         """SIGTERM and wait.  Returns the exit code, or None if it had to be killed.
 
         Raises SanitizerReport (once per server) when inferd's output holds a
-        sanitizer report, or when inferd was serving, got `sig` and exited
-        with anything but 0: a leak found at exit or a race in shutdown comes
-        after every request was answered, so the test would pass without it."""
+        sanitizer report, or when inferd was serving, got `sig` (here or from
+        send_signal) and exited with anything but 0: a leak found at exit or a
+        race in shutdown comes after every request was answered, so the test
+        would pass without it."""
         if self.proc is None:
             return None
         if self.proc.poll() is not None:
             self.returncode = self.proc.returncode
-            self._finish(signalled=False)
+            self._finish(signalled=self._signalled)
             return self.returncode
-        try:
-            self.proc.send_signal(sig)
-        except ProcessLookupError:
-            pass
+        self.send_signal(sig)
         try:
             self.returncode = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -187,10 +265,15 @@ class Server:
                 s.close()
             except Exception:
                 pass
+        with self._lock:
+            if self._log_file is not None:
+                self._log_file.close()
+                self._log_file = None
+            first_check = not self._checked
+            self._checked = True
         if VERBOSE:
             sys.stderr.write("\n---- inferd log (%s) ----\n%s\n" % (" ".join(self.command()), self.log_tail(400)))
-        if not self._checked:
-            self._checked = True
+        if first_check:
             self._raise_on_unclean_exit(signalled)
 
     def _raise_on_unclean_exit(self, signalled):
@@ -213,33 +296,28 @@ class Server:
         return "---- inferd output (last %d of %d lines) ----\n%s" % (
             min(n, len(lines)), len(lines), "\n".join(lines[-n:]))
 
+    def client_host(self):
+        """Where a client reaches the HTTP (and gRPC) port."""
+        return "127.0.0.1" if self.address in ("0.0.0.0", "", "::") else self.address
+
     def client(self, timeout=HTTP_TIMEOUT_S):
-        return Client(self.port, timeout=timeout)
-
-
-GRPC_LISTEN_RE = re.compile(r"^inferd: gRPC listening on 127\.0\.0\.1:(\d+)\s*$")
+        return Client(self.port, host=self.client_host(), timeout=timeout)
 
 
 class GrpcServer(Server):
-    """Server with the gRPC front end on too (loopback, port picked by the kernel);
-    ``grpc_port`` is set once it listens."""
+    """Server with the gRPC front end on too (port picked by the kernel unless
+    ``grpc_port`` says otherwise); ``grpc_port`` is set once it listens, and a build
+    without gRPC fails start()."""
 
-    def command(self):
-        cmd = [c for c in super().command() if c != "--allow-grpc=false"]
-        return cmd + ["--grpc-address", "127.0.0.1", "--grpc-port", "0"]
+    def __init__(self, repositories, extra_args=(), grpc_port=0, **kwargs):
+        super().__init__(repositories, extra_args, grpc_port=grpc_port, **kwargs)
 
     def start(self):
         super().start()
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            for line in self.log():
-                m = GRPC_LISTEN_RE.match(line)
-                if m:
-                    self.grpc_port = int(m.group(1))
-                    return self
-            time.sleep(0.05)
-        self.kill()
-        raise ServerError("inferd printed no gRPC listening line\n" + self.log_tail())
+        if self.grpc_port is None:
+            self.kill()
+            raise ServerError("this inferd does not serve gRPC\n" + self.log_tail())
+        return self
 
 
 class ServerTestCase(unittest.TestCase):
@@ -689,65 +767,48 @@ def identity_config(name, dtype, dims=(-1,), max_batch_size=0, n=1, extra=""):
                         max_batch_size, extra)
 
 
-# Triton's example "simple" config, re-targeted at the built-in add_sub backend, verbatim style.
-SIMPLE_CONFIG = """\
-# Copy of Triton's docs/examples/model_repository/simple/config.pbtxt with the
-# built-in add_sub backend.
-name: "simple"
-backend: "add_sub"
-max_batch_size: 8
-input [
-  {
-    name: "INPUT0"
-    data_type: TYPE_INT32
-    dims: [ 16 ]
-  },
-  {
-    name: "INPUT1"
-    data_type: TYPE_INT32
-    dims: [ 16 ]
-  }
-]
-output [
-  {
-    name: "OUTPUT0"
-    data_type: TYPE_INT32
-    dims: [ 16 ]
-  },
-  {
-    name: "OUTPUT1"
-    data_type: TYPE_INT32
-    dims: [ 16 ]
-  }
-]
-"""
+# The canonical test repository: every small model the tests share, defined once
+# (tests/data/models; the models that are also examples link to examples/models).
+# Launchers copy the ones they need into a temporary repository and add their
+# special models (variants, broken configs) on top with write_model.
+TEST_MODELS_DIR = os.path.join(REPO_ROOT, "tests", "data", "models")
+
+
+def read_test_config(name):
+    """The config.pbtxt text of a model of the canonical test repository."""
+    with open(os.path.join(TEST_MODELS_DIR, name, "config.pbtxt")) as f:
+        return f.read()
+
+
+def copy_test_models(repo, names):
+    """Copies models of the canonical test repository into `repo` (links resolved, so
+    the copy can be changed freely).  Returns `repo`."""
+    os.makedirs(repo, exist_ok=True)
+    for name in names:
+        src = os.path.join(TEST_MODELS_DIR, name)
+        if not os.path.isfile(os.path.join(src, "config.pbtxt")):
+            raise ValueError("no model %r in the test repository %s" % (name, TEST_MODELS_DIR))
+        shutil.copytree(src, os.path.join(repo, name), dirs_exist_ok=True)
+    return repo
+
+
+# Triton's example "simple" (add_sub, two INT32 [16] inputs, max_batch_size 8).
+SIMPLE_CONFIG = read_test_config("simple")
 
 IDENTITY_TYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32",
                   "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16"]
 
+# standard_repository's models: the examples' simple ones, the add_sub and identity
+# variants per datatype, and two versions of one model (both served).
+STANDARD_MODELS = (["simple", "simple_int8", "simple_fp32", "simple_string", "simple_identity",
+                    "identity"]
+                   + ["identity_" + t.lower() for t in IDENTITY_TYPES]
+                   + ["identity_2d", "identity_pair", "versioned"])
+
 
 def standard_repository(repo):
     """The example models plus a few extra ones.  Every model here must load."""
-    os.makedirs(repo, exist_ok=True)
-    write_model(repo, "simple", SIMPLE_CONFIG)
-    write_model(repo, "simple_int8", add_sub_config("simple_int8", "TYPE_INT8"))
-    write_model(repo, "simple_fp32", add_sub_config("simple_fp32", "TYPE_FP32"))
-    write_model(repo, "simple_string", add_sub_config("simple_string", "TYPE_STRING"))
-    write_model(repo, "simple_identity",
-                identity_config("simple_identity", "TYPE_STRING", dims=(-1,), max_batch_size=8))
-    write_model(repo, "identity", identity_config("identity", "TYPE_FP32", dims=(-1,), max_batch_size=0))
-    for t in IDENTITY_TYPES:
-        name = "identity_" + t.lower()
-        write_model(repo, name, identity_config(name, PROTOCOL_TO_CONFIG[t]))
-    write_model(repo, "identity_2d", identity_config("identity_2d", "TYPE_FP32", dims=(-1, -1)))
-    write_model(repo, "identity_pair",
-                identity_config("identity_pair", ["TYPE_INT32", "TYPE_STRING"], dims=(-1,)))
-    # two versions, both served
-    write_model(repo, "versioned",
-                identity_config("versioned", "TYPE_INT32", dims=(4,), max_batch_size=0,
-                                extra="version_policy: { all { } }"),
-                versions=(1, 2))
-    return repo
+    return copy_test_models(repo, STANDARD_MODELS)
 
 
 def simple_request(in0, in1, batch=1, outputs=None, binary_in=False, binary_out=None, dtype="INT32",

@@ -63,7 +63,8 @@ class BackendsTest(ServerTestCase):
         # a directory of their own passed with --backend-directory.
         backends = os.path.join(root, "backends")
         os.makedirs(backends)
-        for d in (os.path.join(BUILD_DIR, "backends"), os.path.join(BUILD_DIR, "test-backends")):
+        for d in (os.path.join(BUILD_DIR, "lib", "inferd", "backends"),
+                  os.path.join(BUILD_DIR, "test-backends")):
             for f in os.listdir(required(d)):
                 if f.startswith("libinferd_") and f.endswith(".so"):
                     os.symlink(os.path.join(d, f), os.path.join(backends, f))

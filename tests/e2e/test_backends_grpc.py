@@ -18,7 +18,9 @@ import tempfile
 import threading
 import unittest
 
-from test_grpc_compat import REPO_ROOT, SERVICE, Inferd, generate_messages, grpc
+import harness
+from harness import REPO_ROOT
+from test_grpc_compat import SERVICE, generate_messages, grpc
 
 EXAMPLES = os.path.join(REPO_ROOT, "examples", "models")
 TEST_DATA = os.path.join(REPO_ROOT, "examples", "data", "digits_test.json")
@@ -74,24 +76,31 @@ class BackendsGrpcTest(unittest.TestCase):
         shutil.copy(os.path.join(EXAMPLES, "digits", "1", "model.pt"),
                     os.path.join(repo, "digits_any", "1", "model.pt"))
         cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
-        cls.server = Inferd(EXAMPLES)
-        cls.server.cmd += ["--model-repository", repo, "--model-control-mode", "explicit",
-                           "--allow-client-shm=true"] + \
-            ["--load-model=" + m for m in ("digits", "digits_onnx", "resnet18", "broken_pt",
-                                           "digits_any")]
-        cls.server.start(timeout=120)
+        cls.server = harness.GrpcServer(
+            [EXAMPLES, repo], ["--model-control-mode", "explicit", "--allow-client-shm=true"]
+            + ["--load-model=" + m for m in ("digits", "digits_onnx", "resnet18", "broken_pt",
+                                             "digits_any")], startup_timeout=120)
+        try:
+            cls.server.start()
+        except BaseException:
+            cls.server.stop()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
         cls.channel = grpc.insecure_channel(
-            "127.0.0.1:%d" % cls.server.ports["gRPC"],
+            "127.0.0.1:%d" % cls.server.grpc_port,
             options=[("grpc.max_receive_message_length", 64 << 20),
                      ("grpc.max_send_message_length", 64 << 20)])
 
     @classmethod
     def tearDownClass(cls):
         cls.channel.close()
-        code = cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        try:
+            # Raises harness.SanitizerReport on a report or an unclean exit.
+            code = cls.server.stop(timeout=20)
+        finally:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
         if code != 0:
-            raise AssertionError("inferd exited with %r\n%s" % (code, cls.server.log()))
+            raise AssertionError("inferd exited with %r\n%s" % (code, cls.server.log_tail(40)))
 
     # -- helpers ---------------------------------------------------------------------------
 

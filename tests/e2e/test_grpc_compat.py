@@ -12,45 +12,22 @@ Environment: INFERD_BIN (default <repo>/build/bin/inferd).
 
 import importlib
 import os
-import re
 import shutil
-import signal
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import unittest
+
+import harness
 
 try:
     import grpc
 except ImportError:  # pragma: no cover - reported as a skip below
     grpc = None
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INFERD_BIN = os.environ.get("INFERD_BIN", os.path.join(REPO_ROOT, "build", "bin", "inferd"))
-PROTO_DIR = os.path.join(REPO_ROOT, "proto")
+PROTO_DIR = os.path.join(harness.REPO_ROOT, "proto")
 SERVICE = "/inference.GRPCInferenceService/"
-
-SIMPLE_CONFIG = """name: "simple"
-backend: "add_sub"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-"""
-
-STRINGS_CONFIG = """name: "strings"
-backend: "identity"
-max_batch_size: 8
-input [ { name: "INPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_STRING dims: [ -1 ] } ]
-"""
 
 
 def generate_messages(out_dir):
@@ -73,55 +50,6 @@ def generate_messages(out_dir):
     return pb, health
 
 
-class Inferd:
-    """One inferd on loopback ports chosen by the kernel (port 0)."""
-
-    LINE = re.compile(r"^inferd: (HTTP|gRPC) listening on 127\.0\.0\.1:(\d+)\s*$")
-
-    def __init__(self, repository):
-        self.cmd = [INFERD_BIN, "--model-repository", repository,
-                    "--http-address", "127.0.0.1", "--http-port", "0",
-                    "--grpc-address", "127.0.0.1", "--grpc-port", "0",
-                    "--allow-metrics=false"]
-        self.lines = []
-        self.ports = {}
-        self.ready = threading.Event()
-
-    def start(self, timeout=30):
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        if not self.ready.wait(timeout):
-            self.proc.kill()
-            raise RuntimeError("inferd did not listen:\n" + "\n".join(self.lines))
-        return self
-
-    def _read(self):
-        for raw in iter(self.proc.stderr.readline, b""):
-            line = raw.decode("utf-8", "replace").rstrip()
-            self.lines.append(line)
-            m = self.LINE.match(line)
-            if m:
-                self.ports[m.group(1)] = int(m.group(2))
-                if "gRPC" in self.ports and "HTTP" in self.ports:
-                    self.ready.set()
-
-    def stop(self, timeout=20):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-            return None
-        finally:
-            self.reader.join(2)
-
-    def log(self):
-        return "\n".join(self.lines[-40:])
-
-
 def int32s(values):
     return struct.pack("<%di" % len(values), *values)
 
@@ -135,22 +63,27 @@ class GrpcCompatTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="inferd-grpc-compat-")
-        repo = os.path.join(cls.tmp, "models")
-        for name, config in (("simple", SIMPLE_CONFIG), ("strings", STRINGS_CONFIG)):
-            os.makedirs(os.path.join(repo, name, "1"))
-            with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-                f.write(config)
+        repo = harness.copy_test_models(os.path.join(cls.tmp, "models"), ["simple", "strings"])
         cls.pb, cls.health = generate_messages(os.path.join(cls.tmp, "gen"))
-        cls.server = Inferd(repo).start()
-        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.ports["gRPC"])
+        cls.server = harness.GrpcServer(repo)
+        try:
+            cls.server.start()
+        except BaseException:
+            cls.server.stop()
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+            raise
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
 
     @classmethod
     def tearDownClass(cls):
         cls.channel.close()
-        code = cls.server.stop()
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+        try:
+            # Raises harness.SanitizerReport on a report or an unclean exit.
+            code = cls.server.stop(timeout=20)
+        finally:
+            shutil.rmtree(cls.tmp, ignore_errors=True)
         if code != 0:
-            raise AssertionError("inferd exited with %r\n%s" % (code, cls.server.log()))
+            raise AssertionError("inferd exited with %r\n%s" % (code, cls.server.log_tail(40)))
 
     # -- helpers ---------------------------------------------------------------------------
 

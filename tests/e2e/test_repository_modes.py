@@ -207,8 +207,10 @@ class ExplicitModeTest(RepoModeTestCase):
         self.assertNotServed("secret")
 
     def test_repository_name_segment_on_index(self):
+        # Refused as on load/unload, and as gRPC's RepositoryIndex refuses a repository_name
+        # (docs/decisions.md, "One control plane"): one repository namespace.
         r = self.client.post("/v2/repository/anything/index")
-        self.assertOk(r, "repository name segment is ignored on index")
+        self.assertError(r, 501, "'repository_name' specification is not supported")
 
 
 class ExplicitModeLoadAllTest(RepoModeTestCase):

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/reserved_parameters.h"
 #include "server/command_line.h"
 
 namespace inferd::grpc_frontend {
@@ -152,6 +153,9 @@ TEST(GrpcCodecTest, DataSourceErrors) {
   expect_invalid(version, "version");
 }
 
+// The codec only translates the wire's parameter types, keys untouched;
+// the core applies the reserved ones (reserved_parameters_test.cc has the
+// whole key x type table).
 TEST(GrpcCodecTest, Parameters) {
   auto msg = Simple();
   auto& p = *msg->mutable_parameters();
@@ -165,26 +169,35 @@ TEST(GrpcCodecTest, Parameters) {
   p["b"].set_bool_param(true);
   p["c"].set_string_param("s");
   p["d"].set_double_param(0.25);
+  p["e"].set_uint64_param(7);
   auto d = Decode(msg);
   ASSERT_TRUE(d.ok()) << d.status().message();
-  const InferRequest& r = *d->request;
+  InferRequest& r = *d->request;
+  EXPECT_EQ(r.parameters.size(), 11u);  // translated, nothing applied yet
+  EXPECT_EQ(std::get<uint64_t>(r.parameters.at("priority")), 3u);
+  EXPECT_EQ(std::get<uint64_t>(r.parameters.at("e")), 7u);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(r.correlation_id));
+
+  ASSERT_TRUE(ApplyReservedParameters(r).ok());
   EXPECT_EQ(std::get<std::string>(r.correlation_id), "corr");
   EXPECT_TRUE(r.sequence_start);
   EXPECT_FALSE(r.sequence_end);
   EXPECT_EQ(r.priority, 3u);
   EXPECT_EQ(r.timeout_us, 100u);
-  EXPECT_TRUE(d->enable_empty_final_response);
-  EXPECT_EQ(r.parameters.size(), 4u);  // reserved keys are not custom parameters
+  EXPECT_TRUE(r.enable_empty_final_response);
+  EXPECT_EQ(r.parameters.size(), 5u);  // reserved keys are not custom parameters
   EXPECT_EQ(std::get<int64_t>(r.parameters.at("a")), -2);
   EXPECT_EQ(std::get<bool>(r.parameters.at("b")), true);
   EXPECT_EQ(std::get<std::string>(r.parameters.at("c")), "s");
   EXPECT_EQ(std::get<double>(r.parameters.at("d")), 0.25);
+  EXPECT_EQ(std::get<uint64_t>(r.parameters.at("e")), 7u);
 
   auto numeric = Simple();
   (*numeric->mutable_parameters())["sequence_id"].set_int64_param(42);
   (*numeric->mutable_parameters())["priority"].set_int64_param(2);
   auto n = Decode(numeric);
   ASSERT_TRUE(n.ok());
+  ASSERT_TRUE(ApplyReservedParameters(*n->request).ok());
   EXPECT_EQ(std::get<uint64_t>(n->request->correlation_id), 42u);
   EXPECT_EQ(n->request->priority, 2u);
 
@@ -192,7 +205,25 @@ TEST(GrpcCodecTest, Parameters) {
   (*zero->mutable_parameters())["sequence_id"].set_int64_param(0);
   auto z = Decode(zero);
   ASSERT_TRUE(z.ok());
+  ASSERT_TRUE(ApplyReservedParameters(*z->request).ok());
   EXPECT_TRUE(std::holds_alternative<std::monostate>(z->request->correlation_id));
+
+  // A parameter without a value has no neutral type: the codec refuses it.
+  auto empty = Simple();
+  (*empty->mutable_parameters())["custom"];
+  auto e = Decode(empty);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("'custom' has no value"), std::string::npos);
+
+  // A mistyped reserved key decodes; the core names key, expected and given type.
+  auto mistyped = Simple();
+  (*mistyped->mutable_parameters())["priority"].set_string_param("high");
+  auto m = Decode(mistyped);
+  ASSERT_TRUE(m.ok());
+  Status s = ApplyReservedParameters(*m->request);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "parameter 'priority' must be a non-negative integer, got string 'high'");
 }
 
 TEST(GrpcCodecTest, RequestedOutputs) {

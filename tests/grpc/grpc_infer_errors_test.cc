@@ -247,9 +247,9 @@ TEST_F(GrpcInferErrorTest, ReservedAndMistypedParameters) {
   };
   using P = inference::InferParameter;
   ExpectInvalid(with("triton_something", [](P& p) { p.set_bool_param(true); }), "triton_");
+  // The core's one wording (reserved_parameters.h), as over HTTP.
   ExpectInvalid(with("triton_enable_empty_final_response", [](P& p) { p.set_int64_param(1); }),
-                "bool_param");
-  ExpectInvalid(with("sequence_id", [](P& p) { p.set_uint64_param(1); }), "sequence_id");
+                "must be a bool, got int64 1");
   ExpectInvalid(with("sequence_id", [](P& p) { p.set_bool_param(true); }), "sequence_id");
   ExpectInvalid(with("sequence_start", [](P& p) { p.set_int64_param(1); }), "sequence_start");
   ExpectInvalid(with("sequence_end", [](P& p) { p.set_string_param("yes"); }), "sequence_end");
@@ -257,8 +257,12 @@ TEST_F(GrpcInferErrorTest, ReservedAndMistypedParameters) {
   ExpectInvalid(with("priority", [](P& p) { p.set_string_param("high"); }), "priority");
   ExpectInvalid(with("timeout", [](P& p) { p.set_bool_param(true); }), "timeout");
   ExpectInvalid(with("timeout", [](P& p) { p.set_int64_param(-3); }), "timeout");
-  ExpectInvalid(with("custom", [](P& p) { p.set_uint64_param(3); }), "custom");
   ExpectInvalid(with("custom", [](P&) {}), "custom");  // no value set
+  // Unsigned values are accepted as over HTTP (whose JSON integers above
+  // INT64_MAX are unsigned): a uint64 sequence id, a uint64 custom parameter.
+  ModelInferResponse r;
+  ASSERT_GRPC_OK(Infer(with("sequence_id", [](P& p) { p.set_uint64_param(7); }), &r));
+  ASSERT_GRPC_OK(Infer(with("custom", [](P& p) { p.set_uint64_param(3); }), &r));
 }
 
 }  // namespace

@@ -326,7 +326,7 @@ TEST_F(GrpcRpcTest, RepositoryLoadErrors) {
   inference::ModelRepositoryParameter wrong;
   wrong.set_bool_param(true);
   EXPECT_TRUE(HasError(Load("loadable", {{"config", wrong}}), StatusCode::INVALID_ARGUMENT,
-                       "expected string_param"));
+                       "must be a string, got bool true"));
   inference::ModelRepositoryParameter file;
   file.set_bytes_param("abc");
   EXPECT_TRUE(HasError(Load("loadable", {{"file:1/model.pt", file}}), StatusCode::INVALID_ARGUMENT,
@@ -341,7 +341,7 @@ TEST_F(GrpcRpcTest, RepositoryLoadErrors) {
   inference::ModelRepositoryParameter not_bool;
   not_bool.set_string_param("yes");
   EXPECT_TRUE(HasError(Unload("loadable", {{"unload_dependents", not_bool}}),
-                       StatusCode::INVALID_ARGUMENT, "expected bool_param"));
+                       StatusCode::INVALID_ARGUMENT, "must be a bool, got string 'yes'"));
   EXPECT_TRUE(HasError(Unload("loadable", {{"bogus", not_bool}}), StatusCode::INVALID_ARGUMENT,
                        "unrecognized unload parameter"));
   ExpectStillServing();

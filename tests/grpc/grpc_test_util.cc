@@ -10,28 +10,6 @@ std::shared_ptr<grpc::Channel> GrpcServerTest::channel_;
 std::unique_ptr<GRPCInferenceService::Stub> GrpcServerTest::stub_;
 std::string GrpcServerTest::start_error_;
 
-namespace {
-
-std::string ConfigName(const std::string& protocol) {
-  return protocol == "BYTES" ? "TYPE_STRING" : "TYPE_" + protocol;
-}
-
-std::string Tensor(const std::string& name, const std::string& protocol, const std::string& dims,
-                   bool optional = false) {
-  return "{ name: \"" + name + "\" data_type: " + ConfigName(protocol) + " dims: " + dims +
-         (optional ? " optional: true" : "") + " }";
-}
-
-std::string OneToOne(const std::string& name, const std::string& backend,
-                     const std::string& protocol, int max_batch, const std::string& extra = "") {
-  return "name: \"" + name + "\"\nbackend: \"" + backend +
-         "\"\nmax_batch_size: " + std::to_string(max_batch) + "\ninput [ " +
-         Tensor("INPUT0", protocol, "[ -1 ]") + " ]\noutput [ " +
-         Tensor("OUTPUT0", protocol, "[ -1 ]") + " ]\n" + extra;
-}
-
-}  // namespace
-
 const std::vector<std::string>& AllTypes() {
   static const std::vector<std::string> types = {"BOOL", "UINT8", "UINT16", "UINT32", "UINT64",
                                                  "INT8", "INT16", "INT32",  "INT64",  "FP16",
@@ -40,38 +18,8 @@ const std::vector<std::string>& AllTypes() {
 }
 
 void WriteTestRepository(TempRepository& repo) {
-  repo.AddModel("simple", R"(name: "simple"
-backend: "add_sub"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-)");
-  repo.AddModel("identity", OneToOne("identity", "identity", "FP32", 0));
-  repo.AddModel("strings", OneToOne("strings", "identity", "BYTES", 8));
-  repo.AddModel("loadable", OneToOne("loadable", "identity", "FP32", 0));
-  repo.AddModel(
-      "slow",
-      OneToOne("slow", "delay", "FP32", 0,
-               "parameters { key: \"execute_delay_ms\" value { string_value: \"300\" } }\n"));
-  repo.AddModel(
-      "trickle",
-      OneToOne("trickle", "delay", "FP32", 0,
-               "parameters { key: \"execute_delay_ms\" value { string_value: \"1\" } }\n"));
-  std::string in, out;
-  for (const auto& t : AllTypes()) {
-    in += (in.empty() ? "" : ",\n  ") + Tensor("IN_" + t, t, "[ -1 ]", true);
-    out += (out.empty() ? "" : ",\n  ") + Tensor("OUT_" + t, t, "[ -1 ]");
-  }
-  repo.AddModel("all_types",
-                "name: \"all_types\"\nbackend: \"identity\"\nmax_batch_size: 0\n"
-                "input [\n  " +
-                    in + "\n]\noutput [\n  " + out + "\n]\n");
+  repo.CopyTestModels(
+      {"simple", "identity", "strings", "loadable", "slow", "trickle", "all_types"});
 }
 
 std::string SerializeBytes(const std::vector<std::string>& elements) {
@@ -187,6 +135,7 @@ void GrpcServerTest::TearDownTestSuite() {
   stub_.reset();
   channel_.reset();
   if (process_ != nullptr && start_error_.empty()) {
+    // Non-zero also when inferd's output holds a sanitizer report.
     const int code = process_->Stop();
     EXPECT_EQ(code, 0) << "inferd did not stop cleanly\n" << process_->Log();
   }

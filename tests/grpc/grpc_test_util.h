@@ -21,7 +21,8 @@ using inference::GRPCInferenceService;
 using inference::ModelInferRequest;
 using inference::ModelInferResponse;
 
-// Models of the test repository (Triton config.pbtxt text):
+// Copies the gRPC tests' models from the canonical test repository
+// (tests/data/models) into `repo`:
 //   simple       add_sub, INT32 [16] x2 -> sum, difference; max_batch_size 8
 //   identity     identity, FP32 [-1], no batching
 //   strings      identity, BYTES [-1], max_batch_size 8

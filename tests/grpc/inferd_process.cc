@@ -12,11 +12,24 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <stdexcept>
 
 extern char** environ;
 
 namespace inferd::testing {
+
+std::string TestModelsDir() { return INFERD_TEST_MODELS_DIR; }
+
+std::string ReadTestConfig(const std::string& name) {
+  const std::string path = TestModelsDir() + "/" + name + "/config.pbtxt";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("no model '" + name + "' in the test repository: " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 TempRepository::TempRepository() {
   char tmpl[] = "/tmp/inferd-grpc-test-XXXXXX";
@@ -29,13 +42,28 @@ TempRepository::~TempRepository() {
   std::filesystem::remove_all(root_, ec);
 }
 
+void TempRepository::CopyTestModels(const std::vector<std::string>& names) {
+  namespace fs = std::filesystem;
+  for (const auto& name : names) {
+    const fs::path from = fs::path(TestModelsDir()) / name;
+    if (!fs::is_regular_file(from / "config.pbtxt")) {
+      throw std::runtime_error("no model '" + name + "' in the test repository " + TestModelsDir());
+    }
+    std::error_code ec;
+    fs::copy(from, fs::path(root_) / name,
+             fs::copy_options::recursive | fs::copy_options::overwrite_existing, ec);
+    if (ec) throw std::runtime_error("copying test model '" + name + "': " + ec.message());
+  }
+}
+
 void TempRepository::AddModel(const std::string& name, const std::string& config_pbtxt) {
   const std::filesystem::path dir = std::filesystem::path(root_) / name;
   std::filesystem::create_directories(dir / "1");
   std::ofstream(dir / "config.pbtxt") << config_pbtxt;
 }
 
-InferdProcess::InferdProcess(std::vector<std::string> args) : args_(std::move(args)) {}
+InferdProcess::InferdProcess(std::vector<std::string> args, std::string binary)
+    : args_(std::move(args)), binary_(binary.empty() ? Binary() : std::move(binary)) {}
 
 InferdProcess::~InferdProcess() {
   if (pid_ > 0 && !exited_) {
@@ -60,7 +88,7 @@ bool InferdProcess::Start(std::string* error, bool want_grpc, bool want_http, in
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
-  const std::string binary = Binary();
+  const std::string& binary = binary_;
   std::vector<std::string> argv_storage = {binary};
   argv_storage.insert(argv_storage.end(), args_.begin(), args_.end());
   std::vector<char*> argv;
@@ -166,7 +194,25 @@ int InferdProcess::Stop(int timeout_ms) {
                      " ms of SIGTERM; killed");
     code = -1;
   }
-  return code;
+  return SanitizerReport().empty() ? code : kSanitizerReported;
+}
+
+std::string InferdProcess::SanitizerReport() {
+  // The first line of a report, as tests/e2e/harness.py's SANITIZER_REPORT_RE
+  // (UBSan's is "file:line:column: runtime error: ..."). Text that only
+  // mentions an error (a model's message) does not match.
+  static const std::regex kReport(
+      "(ERROR|WARNING): (Address|Leak|Thread|UndefinedBehavior)Sanitizer"
+      "|Sanitizer CHECK failed|Sanitizer has encountered a fatal error"
+      "|^\\S+:\\d+:\\d+: runtime error: ");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    if (!std::regex_search(lines_[i], kReport)) continue;
+    std::string report;
+    for (size_t j = i; j < lines_.size() && j < i + 40; ++j) report += lines_[j] + "\n";
+    return report;
+  }
+  return "";
 }
 
 bool InferdProcess::Alive() {

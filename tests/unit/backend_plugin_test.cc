@@ -297,12 +297,8 @@ TEST(PluginErrorTest, CodesOutsideTheRangeBecomeUnknown) {
 
 // ---- shared libraries and the registry ---------------------------------------
 
-std::string BuildDir() {
-  return std::filesystem::path(BackendRegistry::DefaultBackendDirectory()).parent_path().string();
-}
-
 TEST(PluginLibraryTest, RefusesALibraryBuiltForAnotherAbiVersion) {
-  const std::string path = BuildDir() + "/test-backends/libinferd_wrong_abi.so";
+  const std::string path = std::string(INFERD_TEST_BACKEND_DIR) + "/libinferd_wrong_abi.so";
   ASSERT_TRUE(std::filesystem::exists(path)) << path;
   auto b = LoadPluginLibrary("wrong_abi", path);
   ASSERT_FALSE(b.ok());
@@ -351,7 +347,7 @@ TEST(BackendRegistryTest, FindsBuiltinsAndLibrariesAndExplainsMisses) {
   s.backend = "../etc";
   EXPECT_FALSE(r->Find(s).ok());
 
-  auto other = std::make_unique<BackendRegistry>(BuildDir() + "/test-backends");
+  auto other = std::make_unique<BackendRegistry>(INFERD_TEST_BACKEND_DIR);
   s.backend = "wrong_abi";
   auto refused = other->Find(s);
   ASSERT_FALSE(refused.ok());

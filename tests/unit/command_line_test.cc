@@ -85,5 +85,31 @@ TEST(CommandLineTest, HardeningFlags) {
   EXPECT_NE(bad.status().message().find("--grpc-idle-timeout-secs"), std::string::npos);
 }
 
+TEST(CommandLineTest, LogFlags) {
+  auto cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->log.verbose, 0);
+  EXPECT_TRUE(cl->log.info);
+  EXPECT_TRUE(cl->log.warning);
+  EXPECT_TRUE(cl->log.error);
+  cl = ParseCommandLine({"--model-repository=/m", "--log-verbose=2", "--log-info=false",
+                         "--log-warning", "off", "--log-error=0"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->log.verbose, 2);
+  EXPECT_FALSE(cl->log.info);
+  EXPECT_FALSE(cl->log.warning);
+  EXPECT_FALSE(cl->log.error);
+  EXPECT_EQ(cl->log.fd, 2);
+  for (const char* bad : {"--log-verbose=-1", "--log-verbose=x", "--log-info=maybe"}) {
+    auto r = ParseCommandLine({"--model-repository=/m", bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    const std::string name = std::string(bad).substr(0, std::string(bad).find('='));
+    EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
+  }
+  for (const char* flag : {"--log-verbose", "--log-info", "--log-warning", "--log-error"}) {
+    EXPECT_NE(CommandLineUsage().find(flag), std::string::npos) << flag;
+  }
+}
+
 }  // namespace
 }  // namespace inferd

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/reserved_parameters.h"
 #include "fake_device.h"
 
 namespace inferd::http {
@@ -67,7 +68,6 @@ TEST(InferCodecTest, BadInputsNameTheProblem) {
       {R"({"inputs":[{"name":"A","shape":[4611686018427387904,4],"datatype":"INT32","data":[1]}]})",
        {},
        "overflows"},
-      {R"({"parameters":{"triton_x":1},"inputs":[]})", {}, "reserved"},
       {R"({"parameters":{"k":[1]},"inputs":[]})", {}, "invalid type"},
       {bin + std::string(4, 'x'), bin.size(), "expecting 8 additional bytes"},
       {bin + std::string(9, 'x'), bin.size(), "unexpected additional input data"},
@@ -84,6 +84,60 @@ TEST(InferCodecTest, BadInputsNameTheProblem) {
     EXPECT_NE(d.status().message().find(c.part), std::string::npos)
         << c.body << " -> " << d.status().message();
   }
+}
+
+// The codec translates JSON values into the neutral types, keys untouched;
+// the core applies the reserved keys (reserved_parameters_test.cc).
+TEST(InferCodecTest, ParametersAreTranslatedThenAppliedByTheCore) {
+  auto d = Decode(R"({"parameters":{"sequence_id":18446744073709551615,"priority":2,
+      "timeout":1.5,"s":"x","b":true,"neg":-3,"headers":{"h":"v"},"binary_data_output":true,
+      "triton_x":1},"inputs":[]})");
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const Parameters& p = d->request->parameters;
+  EXPECT_EQ(std::get<uint64_t>(p.at("sequence_id")), UINT64_MAX);
+  EXPECT_EQ(std::get<int64_t>(p.at("priority")), 2);
+  EXPECT_EQ(std::get<double>(p.at("timeout")), 1.5);
+  EXPECT_EQ(std::get<std::string>(p.at("s")), "x");
+  EXPECT_EQ(std::get<bool>(p.at("b")), true);
+  EXPECT_EQ(std::get<int64_t>(p.at("neg")), -3);
+  EXPECT_EQ(p.count("headers"), 0u);  // an object: HTTP's forwarding key, dropped
+  EXPECT_EQ(std::get<int64_t>(p.at("triton_x")), 1);
+  EXPECT_TRUE(d->encoding.binary_default);  // the codec reads binary_data_output
+
+  // The core refuses what the codec let through: the mistyped timeout first
+  // (keys in order), then the reserved prefix.
+  Status s = ApplyReservedParameters(*d->request);
+  EXPECT_EQ(s.message(), "parameter 'timeout' must be a non-negative integer, got double 1.5");
+  d->request->parameters.erase("timeout");
+  s = ApplyReservedParameters(*d->request);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'triton_x'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("reserved"), std::string::npos) << s.message();
+  d->request->parameters.erase("triton_x");
+  ASSERT_TRUE(ApplyReservedParameters(*d->request).ok());
+  EXPECT_EQ(std::get<uint64_t>(d->request->correlation_id), UINT64_MAX);
+  EXPECT_EQ(d->request->priority, 2u);
+  EXPECT_EQ(d->request->parameters.size(), 3u);  // s, b, neg
+
+  // A mistyped binary_data_output: the codec leaves the default, the core names it.
+  auto bad = Decode(R"({"parameters":{"binary_data_output":"yes"},"inputs":[]})");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->encoding.binary_default);
+  EXPECT_EQ(ApplyReservedParameters(*bad->request).message(),
+            "parameter 'binary_data_output' must be a bool, got string 'yes'");
+
+  // Values without a neutral type are the codec's error, naming the key.
+  for (const char* body :
+       {R"({"parameters":{"k":[1]},"inputs":[]})", R"({"parameters":{"k":null},"inputs":[]})",
+        R"({"parameters":{"k":{"a":1}},"inputs":[]})"}) {
+    auto e = Decode(body);
+    ASSERT_FALSE(e.ok()) << body;
+    EXPECT_NE(e.status().message().find("parameter 'k' has invalid type"), std::string::npos)
+        << e.status().message();
+  }
+  auto not_object = Decode(R"({"parameters":[1],"inputs":[]})");
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_NE(not_object.status().message().find("must be an object"), std::string::npos);
 }
 
 TEST(InferCodecTest, EncodesJsonAndBinaryOutputs) {

@@ -1,26 +1,30 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "repository/model_config_util.h"
 #include "repository/version_policy.h"
 
 namespace inferd {
 namespace {
 
-constexpr const char* kSimple = R"(
-name: "simple"
-backend: "add_sub"
-max_batch_size: 8
-input [
-  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-output [
-  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
-  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
-]
-dynamic_batching { max_queue_delay_microseconds: 100 }
-)";
+// `simple` of the canonical test repository with a dynamic batcher added.
+std::string SimpleConfig() {
+  const std::string path =
+      std::string(INFERD_SOURCE_DIR) + "/tests/data/models/simple/config.pbtxt";
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str() + "dynamic_batching { max_queue_delay_microseconds: 100 }\n";
+}
+const std::string kSimple = SimpleConfig();
+
+TEST(ModelConfigTest, ReadsTheCanonicalSimpleConfig) {
+  EXPECT_NE(kSimple.find("name: \"simple\""), std::string::npos)
+      << "cannot read tests/data/models/simple/config.pbtxt under " << INFERD_SOURCE_DIR;
+}
 
 TEST(ModelConfigTest, ParsesAndNormalisesTritonConfig) {
   auto c = ParseModelConfigText(kSimple, "simple/config.pbtxt");

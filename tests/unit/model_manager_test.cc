@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "repository/repository_source_factory.h"
+
 namespace inferd {
 namespace {
 namespace fs = std::filesystem;
@@ -36,7 +38,8 @@ class ModelManagerTest : public ::testing::Test {
 
   std::unique_ptr<ModelManager> Make(ModelControlMode mode, std::vector<std::string> startup = {}) {
     ModelManagerOptions o;
-    o.repositories = {root_.string()};
+    o.source = MakeRepositorySource({root_.string()});
+    o.clock = RealClock::Get();
     o.mode = mode;
     o.startup_models = std::move(startup);
     o.registry = registry_.get();

@@ -5,6 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "repository/local_repository_source.h"
+#include "repository/repository_source_factory.h"
+
 namespace inferd {
 namespace {
 namespace fs = std::filesystem;
@@ -30,16 +33,20 @@ TEST_F(RepositoryScanTest, FindsModelsAndVersions) {
   fs::create_directories(root_ / "repo" / "a" / "warmup");  // not a version
   fs::create_directories(root_ / "repo" / ".hidden");
   std::ofstream(root_ / "repo" / "file.txt") << "x";
-  auto scan = ScanRepositories({(root_ / "repo").string()});
+  LocalRepositorySource source((root_ / "repo").string());
+  auto scan = source.ListModels();
   ASSERT_TRUE(scan.ok());
   ASSERT_EQ(scan->size(), 1u);
   EXPECT_TRUE(scan->at("a").problem.empty());
-  EXPECT_EQ(ScanVersions(scan->at("a").directory), std::set<int64_t>({1, 12}));
+  auto versions = source.ListVersions("a");
+  ASSERT_TRUE(versions.ok());
+  EXPECT_EQ(*versions, std::set<int64_t>({1, 12}));
+  EXPECT_EQ(ScanVersions(scan->at("a").location), std::set<int64_t>({1, 12}));
 }
 
 TEST_F(RepositoryScanTest, SymlinkOutOfRepositoryIsRefused) {
   fs::create_directory_symlink(root_ / "outside", root_ / "repo" / "escape");
-  auto scan = ScanRepositories({(root_ / "repo").string()});
+  auto scan = LocalRepositorySource((root_ / "repo").string()).ListModels();
   ASSERT_TRUE(scan.ok());
   ASSERT_EQ(scan->count("escape"), 1u);
   EXPECT_NE(scan->at("escape").problem.find("outside"), std::string::npos);
@@ -48,13 +55,17 @@ TEST_F(RepositoryScanTest, SymlinkOutOfRepositoryIsRefused) {
 TEST_F(RepositoryScanTest, DuplicateAcrossRepositoriesIsAProblem) {
   fs::create_directories(root_ / "repo" / "m" / "1");
   fs::create_directories(root_ / "repo2" / "m" / "1");
-  auto scan = ScanRepositories({(root_ / "repo").string(), (root_ / "repo2").string()});
+  auto scan =
+      MakeRepositorySource({(root_ / "repo").string(), (root_ / "repo2").string()})->ListModels();
   ASSERT_TRUE(scan.ok());
   EXPECT_NE(scan->at("m").problem.find("more than one"), std::string::npos);
 }
 
 TEST_F(RepositoryScanTest, MissingRepositoryIsAnError) {
-  EXPECT_FALSE(ScanRepositories({(root_ / "nope").string()}).ok());
+  EXPECT_FALSE(MakeRepositorySource({(root_ / "nope").string()})->ListModels().ok());
+  EXPECT_FALSE(MakeRepositorySource({(root_ / "repo").string(), (root_ / "nope").string()})
+                   ->ListModels()
+                   .ok());
 }
 
 TEST(ModelNameTest, RefusesEscapingNames) {

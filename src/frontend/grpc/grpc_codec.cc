@@ -1,7 +1,6 @@
 #include "frontend/grpc/grpc_codec.h"
 
 #include <bit>
-#include <charconv>
 #include <cstring>
 #include <optional>
 
@@ -50,67 +49,28 @@ bool IsSharedMemoryKey(const std::string& key) {
          key == "shared_memory_offset";
 }
 
-Status DecodeRequestParameters(const ParamMap& params, InferRequest& req,
-                               DecodedInferRequest& out) {
+// The wire's parameter types into the neutral ones, keys untouched: the
+// core applies the reserved keys (ApplyReservedParameters).
+Status DecodeRequestParameters(const ParamMap& params, InferRequest& req) {
   for (const auto& [key, p] : params) {
-    const auto kind = p.parameter_choice_case();
-    if (key == "sequence_id") {
-      if (kind == InferParameter::kInt64Param) {
-        // Triton reads the int64 as the unsigned correlation id; 0 is none.
-        if (p.int64_param() != 0) req.correlation_id = static_cast<uint64_t>(p.int64_param());
-      } else if (kind == InferParameter::kStringParam) {
-        if (!p.string_param().empty()) req.correlation_id = p.string_param();
-      } else {
-        return WrongKind(key, "int64_param or string_param", p);
-      }
-    } else if (key == "sequence_start" || key == "sequence_end") {
-      if (kind != InferParameter::kBoolParam) return WrongKind(key, "bool_param", p);
-      (key == "sequence_start" ? req.sequence_start : req.sequence_end) = p.bool_param();
-    } else if (key == "priority") {
-      if (kind == InferParameter::kInt64Param) {
-        if (p.int64_param() < 0) {
-          return InvalidArgument("invalid value for 'priority' parameter, expected >= 0, got " +
-                                 std::to_string(p.int64_param()));
-        }
-        req.priority = static_cast<uint64_t>(p.int64_param());
-      } else if (kind == InferParameter::kUint64Param) {
-        req.priority = p.uint64_param();
-      } else {
-        return WrongKind(key, "int64_param or uint64_param", p);
-      }
-    } else if (key == "timeout") {
-      if (kind != InferParameter::kInt64Param) return WrongKind(key, "int64_param", p);
-      if (p.int64_param() < 0) {
-        return InvalidArgument("invalid value for 'timeout' parameter, expected >= 0, got " +
-                               std::to_string(p.int64_param()));
-      }
-      req.timeout_us = static_cast<uint64_t>(p.int64_param());
-    } else if (key == "triton_enable_empty_final_response") {
-      if (kind != InferParameter::kBoolParam) return WrongKind(key, "bool_param", p);
-      out.enable_empty_final_response = p.bool_param();
-    } else if (key.starts_with("triton_")) {
-      return InvalidArgument("parameter " + Q(key) +
-                             ": keys starting with 'triton_' are reserved for Triton usage and "
-                             "should not be specified");
-    } else {
-      switch (kind) {
-        case InferParameter::kBoolParam:
-          req.parameters[key] = p.bool_param();
-          break;
-        case InferParameter::kInt64Param:
-          req.parameters[key] = p.int64_param();
-          break;
-        case InferParameter::kStringParam:
-          req.parameters[key] = p.string_param();
-          break;
-        case InferParameter::kDoubleParam:
-          req.parameters[key] = p.double_param();
-          break;
-        default:
-          return InvalidArgument("parameter " + Q(key) + " has " + ParameterKind(p) +
-                                 "; custom parameters take bool_param, int64_param, "
-                                 "string_param or double_param");
-      }
+    switch (p.parameter_choice_case()) {
+      case InferParameter::kBoolParam:
+        req.parameters[key] = p.bool_param();
+        break;
+      case InferParameter::kInt64Param:
+        req.parameters[key] = p.int64_param();
+        break;
+      case InferParameter::kUint64Param:
+        req.parameters[key] = p.uint64_param();
+        break;
+      case InferParameter::kDoubleParam:
+        req.parameters[key] = p.double_param();
+        break;
+      case InferParameter::kStringParam:
+        req.parameters[key] = p.string_param();
+        break;
+      default:
+        return InvalidArgument("parameter " + Q(key) + " has no value");
     }
   }
   return Status::Ok();
@@ -312,17 +272,6 @@ Status DecodeRequestedOutput(const ModelInferRequest::InferRequestedOutputTensor
 }
 
 }  // namespace
-StatusOr<int64_t> ParseModelVersion(std::string_view version) {
-  if (version.empty()) return int64_t{-1};
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(version.data(), version.data() + version.size(), v);
-  if (ec != std::errc() || p != version.data() + version.size() || v < 0) {
-    return InvalidArgument("failed to get model version from specified version string " +
-                           Q(version) +
-                           ": a version is a non-negative integer, or empty for the latest");
-  }
-  return v;
-}
 
 StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInferRequest> message,
                                                  const SharedMemoryManager* shm) {
@@ -336,7 +285,7 @@ StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInfe
   req.model_name = m.model_name();
   req.model_version = *version;
   req.id = m.id();
-  INFERD_RETURN_IF_ERROR(DecodeRequestParameters(m.parameters(), req, out));
+  INFERD_RETURN_IF_ERROR(DecodeRequestParameters(m.parameters(), req));
 
   const int raw_count = m.raw_input_contents_size();
   int next_raw = 0;

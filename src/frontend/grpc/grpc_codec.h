@@ -25,6 +25,7 @@
 #include "core/infer_request.h"
 #include "core/sanitize.h"
 #include "core/status.h"
+#include "core/version_string.h"  // ParseModelVersion
 #include "grpc_service.pb.h"
 #include "shm/shm_manager.h"
 
@@ -37,15 +38,8 @@ inline ::grpc::Status ToGrpcStatus(const Status& s) {
              : ::grpc::Status(static_cast<::grpc::StatusCode>(s.code()), BoundMessage(s.message()));
 }
 
-// A model version string: "" is -1 (latest ready version); otherwise a
-// decimal integer >= 0. Anything else (sign, spaces, overflow) is
-// INVALID_ARGUMENT.
-StatusOr<int64_t> ParseModelVersion(std::string_view version);
-
 struct DecodedInferRequest {
   std::unique_ptr<InferRequest> request;
-  // triton_enable_empty_final_response (decoupled models on streams).
-  bool enable_empty_final_response = false;
   // Outputs the client asked to receive in shared-memory regions (by name).
   std::map<std::string, SharedMemoryOutput> shm_outputs;
 };
@@ -54,8 +48,10 @@ struct DecodedInferRequest {
 // `shm`; nullptr refuses them), else `contents` (typed, must match the
 // datatype), else the next raw_input_contents entry; mixing sources,
 // missing or unused raw entries, unknown datatypes, unknown regions or
-// out-of-range slices, reserved `triton_*` keys and mistyped reserved
-// parameters are INVALID_ARGUMENT naming the tensor or key. `message` must not
+// out-of-range slices and parameters without a value are INVALID_ARGUMENT
+// naming the tensor or key. Request parameters are translated into the
+// neutral types, keys untouched: the reserved ones (sequence_id, priority,
+// ...) are checked and applied by the core (reserved_parameters.h). `message` must not
 // be modified afterwards; the returned request shares its ownership and
 // keeps the regions it reads mapped.
 StatusOr<DecodedInferRequest> DecodeInferRequest(

@@ -82,7 +82,7 @@ StatusOr<std::shared_ptr<::grpc::ServerCredentials>> MakeCredentials(const TlsOp
 class GrpcServer::Impl {
  public:
   Impl(InferenceServer& server, Options options)
-      : options_(std::move(options)), service_(server, worker_, streams_), health_(server) {
+      : options_(std::move(options)), service_(server, streams_), health_(server) {
     service_.Restrict(options_.restricted);
     health_.Restrict(options_.restricted);
   }
@@ -144,14 +144,12 @@ class GrpcServer::Impl {
       server_->Shutdown(deadline);  // waits for calls; cancels those left at the deadline
       streams_.WaitUntilEmpty();    // every stream reactor has seen OnDone
     }
-    worker_.Stop();  // no call can post any more; runs what is queued
     server_.reset();
   }
 
  private:
   const Options options_;
   // Destroyed in reverse order: the gRPC server first, then what its calls use.
-  BlockingWorker worker_;
   StreamRegistry streams_;
   InferenceService service_;
   HealthService health_;

@@ -4,11 +4,14 @@
 // This header names no gRPC or protobuf type (the implementation is behind a
 // pointer), so the rest of the tree can include it without generated code.
 //
-// Threading: the calls run on gRPC's own callback threads, which only decode,
-// validate, enqueue and encode; a model never runs on them. Inference
-// responses are written from the model instance thread that completes the
-// request. Repository load/unload (slow) run on one worker thread owned by the
-// server. Start, port and Shutdown are called from one thread (main).
+// Threading: the calls run on gRPC's own callback threads, which decode,
+// validate, enqueue and encode. A model runs on them only inline: a request
+// that finds its model's queue empty and an instance idle runs on the calling
+// thread when the model's executions are short (docs/decisions.md, "Inline
+// execution"); otherwise inference responses are written from the model
+// instance thread that completes the request. Repository load/unload and CUDA
+// registration (slow) run on the control plane's worker thread, owned by the
+// InferenceServer. Start, port and Shutdown are called from one thread (main).
 #pragma once
 
 #include <chrono>
@@ -74,8 +77,9 @@ class GrpcServer {
   // Stops accepting calls, asks open ModelStreamInfer streams to finish (each
   // stops reading, writes the responses it owes, then ends with UNAVAILABLE),
   // lets in-flight calls complete until `deadline`, then cancels the rest.
-  // Blocks until every call is done. Call it before the model manager stops:
-  // in-flight inferences need their models to complete. Idempotent.
+  // Blocks until every call is done. Call it before InferenceServer::Stop:
+  // in-flight inferences need their models to complete, and queued
+  // load/unload calls the control plane's worker. Idempotent.
   void Shutdown(std::chrono::system_clock::time_point deadline);
 
  private:

@@ -46,58 +46,38 @@ void SetTensorMetadata(
   }
 }
 
-const char* ParameterKind(const inference::ModelRepositoryParameter& p) {
-  switch (p.parameter_choice_case()) {
-    case inference::ModelRepositoryParameter::kBoolParam:
-      return "bool_param";
-    case inference::ModelRepositoryParameter::kInt64Param:
-      return "int64_param";
-    case inference::ModelRepositoryParameter::kStringParam:
-      return "string_param";
-    case inference::ModelRepositoryParameter::kBytesParam:
-      return "bytes_param";
-    default:
-      return "no value";
+// A repository call's parameters in the neutral types; the control plane
+// decides which keys and types it takes. Bytes travel as a string.
+StatusOr<Parameters> RepositoryParameters(
+    const google::protobuf::Map<std::string, inference::ModelRepositoryParameter>& in) {
+  Parameters out;
+  for (const auto& [key, p] : in) {
+    switch (p.parameter_choice_case()) {
+      case inference::ModelRepositoryParameter::kBoolParam:
+        out[key] = p.bool_param();
+        break;
+      case inference::ModelRepositoryParameter::kInt64Param:
+        out[key] = p.int64_param();
+        break;
+      case inference::ModelRepositoryParameter::kStringParam:
+        out[key] = p.string_param();
+        break;
+      case inference::ModelRepositoryParameter::kBytesParam:
+        out[key] = p.bytes_param();
+        break;
+      default:
+        return InvalidArgument("parameter '" + Bounded(key) + "' has no value");
+    }
   }
+  return out;
+}
+
+// Finishes a call from the control plane's answer (any thread).
+ControlPlane::Done FinishWith(::grpc::ServerUnaryReactor* reactor) {
+  return [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); };
 }
 
 }  // namespace
-
-// ---- BlockingWorker ------------------------------------------------------------
-
-BlockingWorker::BlockingWorker() : thread_([this] { Loop(); }) {}
-
-BlockingWorker::~BlockingWorker() { Stop(); }
-
-void BlockingWorker::Post(std::function<void()> task) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.push_back(std::move(task));
-  }
-  cv_.notify_one();
-}
-
-void BlockingWorker::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
-  cv_.notify_one();
-  if (thread_.joinable()) thread_.join();
-}
-
-void BlockingWorker::Loop() {
-  std::unique_lock<std::mutex> lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
-    if (tasks_.empty()) return;  // stopping, nothing left
-    auto task = std::move(tasks_.front());
-    tasks_.pop_front();
-    lock.unlock();
-    task();
-    lock.lock();
-  }
-}
 
 // ---- InferenceService ----------------------------------------------------------
 
@@ -106,9 +86,8 @@ InferMessageAllocator::AllocateMessages() {
   return InferMessageHolder::Create();
 }
 
-InferenceService::InferenceService(InferenceServer& server, BlockingWorker& worker,
-                                   StreamRegistry& streams)
-    : server_(server), worker_(worker), streams_(streams) {
+InferenceService::InferenceService(InferenceServer& server, StreamRegistry& streams)
+    : server_(server), streams_(streams) {
   SetMessageAllocatorFor_ModelInfer(&infer_allocator_);
 }
 
@@ -169,6 +148,9 @@ InferenceService::InferenceService(InferenceServer& server, BlockingWorker& work
 ::grpc::ServerUnaryReactor* InferenceService::ModelInfer(Ctx* ctx, const ModelInferRequest* request,
                                                          ModelInferResponse* response) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kInference)) return denied;
+  if (Status name = ControlPlane::CheckModelName(request->model_name()); !name.ok()) {
+    return FinishNow(ctx, name);
+  }
   // The registered allocator makes the message shared-owned; the decoded
   // request holds it, so raw_input_contents are referenced, not copied.
   auto* holder = static_cast<InferMessageHolder*>(ctx->GetRpcAllocatorState());
@@ -222,10 +204,9 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     Ctx* ctx, const inference::RepositoryIndexRequest* request,
     inference::RepositoryIndexResponse* response) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
-  if (!request->repository_name().empty()) {
-    return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
-  }
-  for (const auto& e : server_.RepositoryIndex(request->ready())) {
+  auto index = server_.control().RepositoryIndex(request->repository_name(), request->ready());
+  if (!index.ok()) return FinishNow(ctx, index.status());
+  for (const auto& e : *index) {
     auto* m = response->add_models();
     m->set_name(e.name);
     if (e.version) m->set_version(std::to_string(*e.version));
@@ -239,28 +220,11 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
-  if (!request->repository_name().empty()) {
-    return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
-  }
-  std::optional<std::string> config;
-  for (const auto& [key, p] : request->parameters()) {
-    if (key == "config") {
-      if (p.parameter_choice_case() != inference::ModelRepositoryParameter::kStringParam) {
-        return FinishNow(ctx, InvalidArgument("invalid value type for load parameter 'config', "
-                                              "expected string_param, got " +
-                                              std::string(ParameterKind(p))));
-      }
-      config = p.string_param();
-    } else {
-      // Includes Triton's "file:<path>" model-file overrides, not supported.
-      return FinishNow(ctx, InvalidArgument("unrecognized load parameter '" + key + "'"));
-    }
-  }
-  // Loading can take long: never on a gRPC thread.
+  auto params = RepositoryParameters(request->parameters());
+  if (!params.ok()) return FinishNow(ctx, params.status());
   auto* reactor = ctx->DefaultReactor();
-  worker_.Post([this, reactor, name = request->model_name(), config = std::move(config)] {
-    reactor->Finish(ToGrpcStatus(server_.LoadModel(name, config)));
-  });
+  server_.control().Load(request->repository_name(), request->model_name(), *params,
+                         FinishWith(reactor));
   return reactor;
 }
 
@@ -268,24 +232,11 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     Ctx* ctx, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
-  if (!request->repository_name().empty()) {
-    return FinishNow(ctx, Unimplemented("'repository_name' specification is not supported"));
-  }
-  for (const auto& [key, p] : request->parameters()) {
-    if (key == "unload_dependents") {
-      if (p.parameter_choice_case() != inference::ModelRepositoryParameter::kBoolParam) {
-        return FinishNow(ctx, InvalidArgument("invalid value type for unload parameter "
-                                              "'unload_dependents', expected bool_param, got " +
-                                              std::string(ParameterKind(p))));
-      }
-    } else {
-      return FinishNow(ctx, InvalidArgument("unrecognized unload parameter '" + key + "'"));
-    }
-  }
+  auto params = RepositoryParameters(request->parameters());
+  if (!params.ok()) return FinishNow(ctx, params.status());
   auto* reactor = ctx->DefaultReactor();
-  worker_.Post([this, reactor, name = request->model_name()] {
-    reactor->Finish(ToGrpcStatus(server_.UnloadModel(name)));
-  });
+  server_.control().Unload(request->repository_name(), request->model_name(), *params,
+                           FinishWith(reactor));
   return reactor;
 }
 
@@ -334,7 +285,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     Ctx* ctx, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
-  auto regions = server_.shared_memory().GetStatus(request->name());
+  auto regions = server_.control().SystemShmStatus(request->name());
   if (!regions.ok()) return FinishNow(ctx, regions.status());
   for (const RegionStatus& r : *regions) {
     auto& out = (*response->mutable_regions())[r.name];
@@ -346,42 +297,27 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
   return FinishNow(ctx, Status::Ok());
 }
 
-namespace {
-// Registering and unregistering client regions is opt-in (--allow-client-shm).
-Status ClientShmAllowed(const InferenceServer& server) {
-  if (server.allow_client_shm()) return Status::Ok();
-  return Unimplemented(
-      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to "
-      "enable.");
-}
-}  // namespace
-
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     Ctx* ctx, const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
-  if (Status s = ClientShmAllowed(server_); !s.ok()) return FinishNow(ctx, s);
-  if (request->name().empty()) {
-    return FinishNow(ctx, InvalidArgument("'region name' is necessary to register system shared "
-                                          "memory region"));
-  }
-  return FinishNow(ctx, server_.shared_memory().Register(request->name(), request->key(),
-                                                         request->offset(), request->byte_size()));
+  return FinishNow(
+      ctx, server_.control().RegisterSystemShm(request->name(), request->key(), request->offset(),
+                                               request->byte_size()));
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     Ctx* ctx, const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
-  if (Status s = ClientShmAllowed(server_); !s.ok()) return FinishNow(ctx, s);
-  return FinishNow(ctx, server_.shared_memory().Unregister(request->name()));
+  return FinishNow(ctx, server_.control().UnregisterSystemShm(request->name()));
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     Ctx* ctx, const inference::CudaSharedMemoryStatusRequest* request,
     inference::CudaSharedMemoryStatusResponse* response) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
-  auto status = server_.cuda_shared_memory().GetStatus(request->name());
+  auto status = server_.control().CudaShmStatus(request->name());
   if (!status.ok()) return FinishNow(ctx, status.status());
   for (const auto& r : *status) {
     auto& out = (*response->mutable_regions())[r.name];
@@ -392,36 +328,13 @@ Status ClientShmAllowed(const InferenceServer& server) {
   return FinishNow(ctx, Status::Ok());
 }
 
-namespace {
-
-Status CudaShmAllowed(const InferenceServer& server) {
-  if (server.allow_client_shm()) return Status::Ok();
-  return Unimplemented(
-      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to "
-      "enable.");
-}
-
-}  // namespace
-
 ::grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     Ctx* ctx, const inference::CudaSharedMemoryRegisterRequest* request,
     inference::CudaSharedMemoryRegisterResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
-  if (Status allowed = CudaShmAllowed(server_); !allowed.ok()) return FinishNow(ctx, allowed);
-  if (request->name().empty()) {
-    return FinishNow(ctx, InvalidArgument("'name' is necessary to register CUDA shared memory "
-                                          "region"));
-  }
-  if (request->device_id() < 0 || request->device_id() > INT32_MAX) {
-    return FinishNow(ctx, InvalidArgument("'device_id' " + std::to_string(request->device_id()) +
-                                          " is out of range"));
-  }
-  // Opening an IPC handle maps device memory: not on a gRPC thread.
   auto* reactor = ctx->DefaultReactor();
-  worker_.Post([this, reactor, name = request->name(), handle = request->raw_handle(),
-                device = request->device_id(), size = request->byte_size()] {
-    reactor->Finish(ToGrpcStatus(server_.RegisterCudaSharedMemory(name, handle, device, size)));
-  });
+  server_.control().RegisterCudaShm(request->name(), request->raw_handle(), request->device_id(),
+                                    request->byte_size(), FinishWith(reactor));
   return reactor;
 }
 
@@ -429,8 +342,7 @@ Status CudaShmAllowed(const InferenceServer& server) {
     Ctx* ctx, const inference::CudaSharedMemoryUnregisterRequest* request,
     inference::CudaSharedMemoryUnregisterResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kSharedMemory)) return denied;
-  if (Status allowed = CudaShmAllowed(server_); !allowed.ok()) return FinishNow(ctx, allowed);
-  return FinishNow(ctx, server_.cuda_shared_memory().Unregister(request->name()));
+  return FinishNow(ctx, server_.control().UnregisterCudaShm(request->name()));
 }
 
 ::grpc::ServerUnaryReactor* InferenceService::TraceSetting(Ctx* ctx,

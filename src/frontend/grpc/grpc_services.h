@@ -1,18 +1,16 @@
 // The gRPC services (internal to the gRPC front end): the KServe v2
 // inference.GRPCInferenceService and grpc.health.v1.Health, on the callback
-// API. Each RPC is answered from the InferenceServer facade; reactions never
-// block (inference completes on a model instance thread, load/unload run on
-// the BlockingWorker).
+// API. Each RPC is answered from the InferenceServer facade; repository and
+// shared-memory RPCs go through its ControlPlane, which answers them as it
+// answers HTTP. Reactions never block: inference completes on a model
+// instance thread (or inline, for a short model, before the handler
+// returns), load/unload and CUDA registration on the control plane's
+// worker.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
-#include <condition_variable>
-#include <deque>
-#include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 
 #include "frontend/grpc/stream_infer.h"
 #include "frontend/restricted_api.h"
@@ -21,24 +19,6 @@
 #include "server/inference_server.h"
 
 namespace inferd::grpc_frontend {
-
-// One thread that runs slow control-plane work (model load/unload) in
-// order, off gRPC's callback threads. Stop() runs what is queued, then joins.
-class BlockingWorker {
- public:
-  BlockingWorker();
-  ~BlockingWorker();
-  void Post(std::function<void()> task);
-  void Stop();
-
- private:
-  void Loop();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // guarded by mu_
-  bool stop_ = false;                        // guarded by mu_
-  std::thread thread_;
-};
 
 // ModelInfer requests are deserialised into shared-owned messages so that the
 // decoded InferRequest can hold them (raw_input_contents are not copied).
@@ -51,7 +31,7 @@ class InferMessageAllocator final
 
 class InferenceService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  InferenceService(InferenceServer& server, BlockingWorker& worker, StreamRegistry& streams);
+  InferenceService(InferenceServer& server, StreamRegistry& streams);
 
   using Ctx = ::grpc::CallbackServerContext;
   using Reactor = ::grpc::ServerUnaryReactor;
@@ -82,7 +62,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   Reactor* ModelStatistics(Ctx*, const inference::ModelStatisticsRequest*,
                            inference::ModelStatisticsResponse*) override;
 
-  // Not served yet: UNIMPLEMENTED with a message naming the extension.
+  // Shared memory (system and CUDA regions), through the control plane.
   Reactor* SystemSharedMemoryStatus(Ctx*, const inference::SystemSharedMemoryStatusRequest*,
                                     inference::SystemSharedMemoryStatusResponse*) override;
   Reactor* SystemSharedMemoryRegister(Ctx*, const inference::SystemSharedMemoryRegisterRequest*,
@@ -95,6 +75,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
                                     inference::CudaSharedMemoryRegisterResponse*) override;
   Reactor* CudaSharedMemoryUnregister(Ctx*, const inference::CudaSharedMemoryUnregisterRequest*,
                                       inference::CudaSharedMemoryUnregisterResponse*) override;
+  // Not served: UNIMPLEMENTED with a message naming the extension.
   Reactor* TraceSetting(Ctx*, const inference::TraceSettingRequest*,
                         inference::TraceSettingResponse*) override;
   Reactor* LogSettings(Ctx*, const inference::LogSettingsRequest*,
@@ -106,7 +87,6 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
  private:
   RestrictedApis restricted_{true};
   InferenceServer& server_;
-  BlockingWorker& worker_;
   StreamRegistry& streams_;
   InferMessageAllocator infer_allocator_;
 };

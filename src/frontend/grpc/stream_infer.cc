@@ -125,6 +125,10 @@ class StreamInferReactor final
     const std::string name = message->model_name();
     const std::string version = message->model_version();
     auto self = shared_from_this();
+    if (Status bad = ControlPlane::CheckModelName(name); !bad.ok()) {
+      Complete(slot, bad, nullptr);
+      return;
+    }
     auto decoded = DecodeInferRequest(std::move(message), &server_.shared_memory());
     if (!decoded.ok()) {
       Status s = decoded.status();

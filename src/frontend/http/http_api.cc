@@ -1,294 +1,165 @@
 #include "frontend/http/http_api.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <charconv>
-#include <thread>
+#include <cstdlib>
 
 #include "core/sanitize.h"
+#include "core/version_string.h"
 #include "frontend/http/compression.h"
 #include "frontend/http/http_infer_sink.h"
 #include "frontend/http/infer_codec.h"
-#include "repository/repository_scan.h"
+#include "frontend/http/json_encode.h"
+#include "frontend/http/json_parameters.h"
 
 namespace inferd::http {
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+// Every semantic error goes through the one code table.
+HttpResponse FromStatus(const Status& s) { return StatusResponse(s); }
 
-HttpResponse JsonResponse(int status, const rapidjson::StringBuffer& buf) {
+HttpResponse Json(std::string body) {
   HttpResponse r;
-  r.status = status;
-  r.body.assign(buf.GetString(), buf.GetSize());
+  r.body = std::move(body);
   return r;
 }
 
-HttpResponse FromStatus(const Status& s) {
-  return ErrorResponse(HttpStatusFromCode(s.code()), s.message());
+template <typename T, typename Encode>
+HttpResponse Encoded(const StatusOr<T>& value, Encode encode) {
+  return value.ok() ? Json(encode(*value)) : FromStatus(value.status());
 }
 
-std::vector<std::string> SplitPath(std::string_view path) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < path.size()) {
-    if (path[pos] == '/') {
-      ++pos;
-      continue;
-    }
-    size_t end = path.find('/', pos);
-    if (end == std::string_view::npos) end = path.size();
-    out.emplace_back(path.substr(pos, end - pos));
-    pos = end;
+// The optional body of a repository call: {"parameters": {...}}.
+StatusOr<Parameters> RepositoryParameters(const HttpRequest& req) {
+  Parameters out;
+  if (!req.body || req.body->empty()) return out;
+  rapidjson::Document d;
+  d.Parse(req.body->data(), req.body->size());
+  if (d.HasParseError() || !d.IsObject()) {
+    return InvalidArgument("request body must be a JSON object");
+  }
+  if (d.HasMember("parameters")) {
+    INFERD_RETURN_IF_ERROR(DecodeJsonParameters(d["parameters"], "'parameters'", out));
   }
   return out;
-}
-
-std::optional<int64_t> ParseVersion(const std::string& s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0 || s.empty()) return std::nullopt;
-  return v;
-}
-
-void WriteTensorMetadata(Writer& w, const std::vector<TensorMetadata>& tensors) {
-  w.StartArray();
-  for (const auto& t : tensors) {
-    w.StartObject();
-    w.Key("name");
-    w.String(t.name.c_str());
-    w.Key("datatype");
-    w.String(DataTypeToProtocol(t.datatype).data());
-    w.Key("shape");
-    w.StartArray();
-    for (int64_t d : t.shape) w.Int64(d);
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-}
-
-void WriteDuration(Writer& w, const char* key, const DurationStat& d) {
-  w.Key(key);
-  w.StartObject();
-  w.Key("count");
-  w.Uint64(d.count);
-  w.Key("ns");
-  w.Uint64(d.ns);
-  w.EndObject();
-}
-
-HttpResponse StatisticsResponse(const std::vector<ModelStatistics>& all) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  w.StartObject();
-  w.Key("model_stats");
-  w.StartArray();
-  for (const auto& m : all) {
-    const ModelStatsSnapshot& s = m.stats;
-    w.StartObject();
-    w.Key("name");
-    w.String(m.name.c_str());
-    w.Key("version");
-    w.String(std::to_string(m.version).c_str());
-    w.Key("last_inference");
-    w.Uint64(s.last_inference_ms);
-    w.Key("inference_count");
-    w.Uint64(s.inference_count);
-    w.Key("execution_count");
-    w.Uint64(s.execution_count);
-    w.Key("inference_stats");
-    w.StartObject();
-    WriteDuration(w, "success", s.success);
-    WriteDuration(w, "fail", s.fail);
-    WriteDuration(w, "queue", s.queue);
-    WriteDuration(w, "compute_input", s.compute_input);
-    WriteDuration(w, "compute_infer", s.compute_infer);
-    WriteDuration(w, "compute_output", s.compute_output);
-    WriteDuration(w, "cache_hit", DurationStat{});
-    WriteDuration(w, "cache_miss", DurationStat{});
-    w.EndObject();
-    w.Key("response_stats");
-    w.StartObject();
-    w.EndObject();
-    w.Key("batch_stats");
-    w.StartArray();
-    for (const auto& [size, b] : s.batch_stats) {
-      w.StartObject();
-      w.Key("batch_size");
-      w.Uint64(size);
-      WriteDuration(w, "compute_input", b.compute_input);
-      WriteDuration(w, "compute_infer", b.compute_infer);
-      WriteDuration(w, "compute_output", b.compute_output);
-      w.EndObject();
-    }
-    w.EndArray();
-    w.Key("memory_usage");
-    w.StartArray();
-    w.EndArray();
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return JsonResponse(200, buf);
 }
 
 }  // namespace
 
-std::optional<std::string> PercentDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out.push_back(s[i]);
-      continue;
-    }
-    if (i + 2 >= s.size()) return std::nullopt;
-    int v = 0;
-    auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, v, 16);
-    if (ec != std::errc() || p != s.data() + i + 3) return std::nullopt;
-    out.push_back(static_cast<char>(v));
-    i += 2;
-  }
-  return out;
-}
+// The API, readable in a minute. Patterns: http_router.h.
+const HttpApi::Route HttpApi::kRoutes[] = {
+    {"GET", "/v2", &HttpApi::ServerMetadata},
+    {"GET", "/v2/health/live", &HttpApi::HealthLive},
+    {"GET", "/v2/health/ready", &HttpApi::HealthReady},
+    {"GET", "/v2/models/stats", &HttpApi::Statistics},
+    {"POST", "/v2/models/{model}[/versions/{version}]/infer", &HttpApi::ModelInfer},
+    {"GET", "/v2/models/{model}[/versions/{version}]", &HttpApi::ModelMetadata},
+    {"GET", "/v2/models/{model}[/versions/{version}]/ready", &HttpApi::ModelReady},
+    {"GET", "/v2/models/{model}[/versions/{version}]/config", &HttpApi::ModelConfig},
+    {"GET", "/v2/models/{model}[/versions/{version}]/stats", &HttpApi::Statistics},
+    {"POST", "/v2/repository[/{repo}]/index", &HttpApi::RepositoryIndex},
+    {"POST", "/v2/repository[/{repo}]/models/{model}/load", &HttpApi::RepositoryLoad},
+    {"POST", "/v2/repository[/{repo}]/models/{model}/unload", &HttpApi::RepositoryUnload},
+    {"GET", "/v2/systemsharedmemory[/region/{region}]/status", &HttpApi::SystemShmStatus},
+    {"POST", "/v2/systemsharedmemory[/region/{region}]/register", &HttpApi::SystemShmRegister},
+    {"POST", "/v2/systemsharedmemory[/region/{region}]/unregister", &HttpApi::SystemShmUnregister},
+    {"GET", "/v2/cudasharedmemory[/region/{region}]/status", &HttpApi::CudaShmStatus},
+    {"POST", "/v2/cudasharedmemory[/region/{region}]/register", &HttpApi::CudaShmRegister},
+    {"POST", "/v2/cudasharedmemory[/region/{region}]/unregister", &HttpApi::CudaShmUnregister},
+};
 
 HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
-    : server_(server), options_(options) {}
+    : server_(server), options_(std::move(options)) {
+  for (size_t i = 0; i < std::size(kRoutes); ++i) {
+    Status s = router_.Add(kRoutes[i].method, kRoutes[i].pattern, i);
+    if (!s.ok()) std::abort();  // a typo in the table above, caught by every test
+  }
+}
 
 void HttpApi::Handle(HttpRequest req, std::shared_ptr<HttpResponder> responder) {
-  const auto segs = SplitPath(req.path);
-  auto send = [&](HttpResponse r) { responder->Send(std::move(r)); };
-  auto method_is = [&](const char* m) {
-    if (req.method == m) return true;
-    send(ErrorResponse(405, "Method Not Allowed"));
-    return false;
-  };
-  if (segs.empty() || segs[0] != "v2") return send(ErrorResponse(404, "Not Found"));
-  if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
-    Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
-      const std::string* v = req.Header(key);
-      return v ? std::optional<std::string_view>(*v) : std::nullopt;
-    });
-    if (!allowed.ok()) return send(FromStatus(allowed));
-  }
-
-  if (segs.size() == 1) {  // server metadata
-    if (!method_is("GET")) return;
-    rapidjson::StringBuffer buf;
-    Writer w(buf);
-    w.StartObject();
-    w.Key("name");
-    w.String(server_.id().c_str());
-    w.Key("version");
-    w.String(InferenceServer::Version());
-    w.Key("extensions");
-    w.StartArray();
-    for (const auto& e : server_.Extensions()) w.String(e.c_str());
-    w.EndArray();
-    w.EndObject();
-    return send(JsonResponse(200, buf));
-  }
-  if (segs[1] == "health" && segs.size() == 3 && (segs[2] == "live" || segs[2] == "ready")) {
-    if (!method_is("GET")) return;
-    const bool live = segs[2] == "live";
-    if (!live && server_.IsShuttingDown()) return send(ErrorResponse(503, "Server exiting"));
-    const bool ok = live ? server_.IsLive() : server_.IsReady();
-    HttpResponse r;
-    r.status = ok ? 200 : 400;
-    r.body = std::string("{\"") + (live ? "live" : "ready") + "\":" + (ok ? "true" : "false") + "}";
-    return send(std::move(r));
-  }
-  if (segs[1] == "models" && segs.size() == 3 && segs[2] == "stats") {
-    if (!method_is("GET")) return;
-    auto stats = server_.GetStatistics("", -1);
-    if (!stats.ok()) return send(FromStatus(stats.status()));
-    return send(StatisticsResponse(*stats));
-  }
-  if (segs[1] == "models" && segs.size() >= 3) {
-    auto name = PercentDecode(segs[2]);
-    if (!name || !IsValidModelName(*name)) {
-      return send(ErrorResponse(400, "invalid model name in the request path"));
+  if (!options_.restricted.empty()) {
+    if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
+      Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
+        const std::string* v = req.Header(key);
+        return v ? std::optional<std::string_view>(*v) : std::nullopt;
+      });
+      if (!allowed.ok()) return responder->Send(FromStatus(allowed));
     }
-    size_t i = 3;
-    int64_t version = -1;
-    if (segs.size() > i + 1 && segs[i] == "versions") {
-      auto v = ParseVersion(segs[i + 1]);
-      if (!v) return send(ErrorResponse(400, "model version must be a non-negative integer"));
-      version = *v;
-      i += 2;
-    }
-    std::string action;
-    if (segs.size() == i + 1)
-      action = segs[i];
-    else if (segs.size() > i + 1)
-      return send(ErrorResponse(404, "Not Found"));
-    return HandleModel(req, *name, version, action, std::move(responder));
   }
-  if (segs[1] == "repository") return HandleRepository(req, segs, std::move(responder));
-  if (segs[1] == "systemsharedmemory" || segs[1] == "cudasharedmemory") {
-    return send(HandleSharedMemory(req, segs));
+  const RouteMatch m = router_.Match(req.method, req.path);
+  switch (m.result) {
+    // Routing answers: with health's and model ready's 400 below (Triton's
+    // endpoint semantics), the only literal status codes of the API.
+    case RouteMatch::Result::kNotFound:
+      return responder->Send(ErrorResponse(404, "Not Found"));
+    case RouteMatch::Result::kMethodNotAllowed:
+      return responder->Send(ErrorResponse(405, "Method Not Allowed"));
+    case RouteMatch::Result::kBadPath:
+      return responder->Send(FromStatus(m.error));
+    case RouteMatch::Result::kFound:
+      return (this->*kRoutes[m.route].handler)(req, m.params, responder);
   }
-  send(ErrorResponse(404, "Not Found"));
 }
 
-void HttpApi::HandleModel(const HttpRequest& req, const std::string& model, int64_t version,
-                          const std::string& action, std::shared_ptr<HttpResponder> responder) {
-  auto send = [&](HttpResponse r) { responder->Send(std::move(r)); };
-  const char* want = action == "infer" ? "POST" : "GET";
-  if (action != "" && action != "ready" && action != "config" && action != "infer" &&
-      action != "stats") {
-    return send(ErrorResponse(404, "Not Found"));
-  }
-  if (req.method != want) return send(ErrorResponse(405, "Method Not Allowed"));
-  if (action == "stats") {
-    auto stats = server_.GetStatistics(model, version);
-    if (!stats.ok()) return send(FromStatus(stats.status()));
-    return send(StatisticsResponse(*stats));
-  }
-  if (action == "infer") return HandleInfer(req, model, version, std::move(responder));
-  if (action == "ready") {
-    auto ready = server_.ModelReady(model, version);
-    if (!ready.ok()) return send(FromStatus(ready.status()));
-    if (!*ready) return send(ErrorResponse(400, "Model version not ready"));
-    rapidjson::StringBuffer buf;
-    Writer w(buf);
-    w.StartObject();
-    w.Key("name");
-    w.String(model.c_str());
-    w.Key("ready");
-    w.Bool(true);
-    w.EndObject();
-    return send(JsonResponse(200, buf));
-  }
-  if (action == "config") {
-    auto json = server_.GetModelConfigJson(model, version);
-    if (!json.ok()) return send(FromStatus(json.status()));
-    HttpResponse r;
-    r.body = std::move(*json);
-    return send(std::move(r));
-  }
-  auto md = server_.GetModelMetadata(model, version);
-  if (!md.ok()) return send(FromStatus(md.status()));
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  w.StartObject();
-  w.Key("name");
-  w.String(md->name.c_str());
-  w.Key("versions");
-  w.StartArray();
-  for (const auto& v : md->versions) w.String(v.c_str());
-  w.EndArray();
-  w.Key("platform");
-  w.String(md->platform.c_str());
-  w.Key("inputs");
-  WriteTensorMetadata(w, md->inputs);
-  w.Key("outputs");
-  WriteTensorMetadata(w, md->outputs);
-  w.EndObject();
-  send(JsonResponse(200, buf));
+// ---- server and model metadata, health -------------------------------------------
+
+void HttpApi::ServerMetadata(const HttpRequest&, const PathParams&, const Responder& r) {
+  r->Send(
+      Json(EncodeServerMetadata(server_.id(), InferenceServer::Version(), server_.Extensions())));
 }
+
+// Triton's health semantics: "not live/ready" is a 400 with the JSON
+// answer, not an error Status (the call itself succeeded).
+void HttpApi::HealthLive(const HttpRequest&, const PathParams&, const Responder& r) {
+  HttpResponse resp = Json(EncodeHealth("live", server_.IsLive()));
+  if (!server_.IsLive()) resp.status = 400;
+  r->Send(std::move(resp));
+}
+
+void HttpApi::HealthReady(const HttpRequest&, const PathParams&, const Responder& r) {
+  if (server_.IsShuttingDown()) return r->Send(FromStatus(Unavailable("Server exiting")));
+  const bool ready = server_.IsReady();
+  HttpResponse resp = Json(EncodeHealth("ready", ready));
+  if (!ready) resp.status = 400;
+  r->Send(std::move(resp));
+}
+
+void HttpApi::ModelMetadata(const HttpRequest&, const PathParams& p, const Responder& r) {
+  auto version = ParseModelVersion(p.version);
+  if (!version.ok()) return r->Send(FromStatus(version.status()));
+  r->Send(Encoded(server_.GetModelMetadata(p.model, *version), EncodeModelMetadata));
+}
+
+void HttpApi::ModelReady(const HttpRequest&, const PathParams& p, const Responder& r) {
+  auto version = ParseModelVersion(p.version);
+  if (!version.ok()) return r->Send(FromStatus(version.status()));
+  auto ready = server_.ModelReady(p.model, *version);
+  if (!ready.ok()) return r->Send(FromStatus(ready.status()));
+  // Triton's model-ready semantics: a known model that is not ready is a 400.
+  if (!*ready) return r->Send(ErrorResponse(400, "Model version not ready"));
+  r->Send(Json(EncodeModelReady(p.model, true)));
+}
+
+void HttpApi::ModelConfig(const HttpRequest&, const PathParams& p, const Responder& r) {
+  auto version = ParseModelVersion(p.version);
+  if (!version.ok()) return r->Send(FromStatus(version.status()));
+  r->Send(Encoded(server_.GetModelConfigJson(p.model, *version),
+                  [](const std::string& json) { return json; }));
+}
+
+// /v2/models/stats (every model) and /v2/models/{model}[/versions/{v}]/stats.
+void HttpApi::Statistics(const HttpRequest&, const PathParams& p, const Responder& r) {
+  auto version = ParseModelVersion(p.version);
+  if (!version.ok()) return r->Send(FromStatus(version.status()));
+  r->Send(Encoded(server_.GetStatistics(p.model, *version), EncodeStatistics));
+}
+
+void HttpApi::ModelInfer(const HttpRequest& req, const PathParams& p, const Responder& r) {
+  auto version = ParseModelVersion(p.version);
+  if (!version.ok()) return r->Send(FromStatus(version.status()));
+  HandleInfer(req, p.model, *version, r);
+}
+
+// ---- inference -----------------------------------------------------------------------
 
 void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int64_t version,
                           std::shared_ptr<HttpResponder> responder) {
@@ -299,7 +170,8 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
   if (const std::string* ce = req.Header("Content-Encoding");
       ce && !ce->empty() && *ce != "identity") {
     if (*ce != "gzip" && *ce != "deflate") {
-      HttpResponse r = ErrorResponse(501, "Unsupported compression type '" + Bounded(*ce) + "'");
+      HttpResponse r =
+          FromStatus(Unimplemented("Unsupported compression type '" + Bounded(*ce) + "'"));
       r.headers.emplace_back("Accept-Encoding", "gzip, deflate");
       return responder->Send(std::move(r));
     }
@@ -340,196 +212,80 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
                                                 encoding));
 }
 
-void HttpApi::HandleRepository(const HttpRequest& req, const std::vector<std::string>& segs,
-                               std::shared_ptr<HttpResponder> responder) {
-  auto send = [&](HttpResponse r) { responder->Send(std::move(r)); };
-  // /v2/repository[/{repo}]/index  or  /v2/repository[/{repo}]/models/{m}/(load|unload)
-  size_t i = 2;
-  bool named_repo = false;
-  if (segs.size() > i && segs[i] != "index" && segs[i] != "models") {
-    named_repo = true;
-    ++i;
+// ---- repository extension (through the control plane) ------------------------------
+
+void HttpApi::RepositoryIndex(const HttpRequest& req, const PathParams& p, const Responder& r) {
+  bool ready_only = false;
+  if (req.body && !req.body->empty()) {
+    rapidjson::Document d;
+    d.Parse(req.body->data(), req.body->size());
+    if (d.HasParseError() || !d.IsObject()) {
+      return r->Send(FromStatus(InvalidArgument("repository index body must be a JSON object")));
+    }
+    if (d.HasMember("ready")) {
+      if (!d["ready"].IsBool()) {
+        return r->Send(
+            FromStatus(InvalidArgument("Invalid value for 'ready': expected a boolean")));
+      }
+      ready_only = d["ready"].GetBool();
+    }
   }
-  if (segs.size() == i + 1 && segs[i] == "index") {
-    if (req.method != "POST") return send(ErrorResponse(405, "Method Not Allowed"));
-    bool ready_only = false;
-    if (req.body && !req.body->empty()) {
-      rapidjson::Document d;
-      d.Parse(req.body->data(), req.body->size());
-      if (d.HasParseError() || !d.IsObject()) {
-        return send(ErrorResponse(400, "repository index body must be a JSON object"));
-      }
-      if (d.HasMember("ready")) {
-        if (!d["ready"].IsBool()) {
-          return send(ErrorResponse(400, "Invalid value for 'ready': expected a boolean"));
-        }
-        ready_only = d["ready"].GetBool();
-      }
-    }
-    rapidjson::StringBuffer buf;
-    Writer w(buf);
-    w.StartArray();
-    for (const auto& e : server_.RepositoryIndex(ready_only)) {
-      w.StartObject();
-      w.Key("name");
-      w.String(e.name.c_str());
-      if (e.version) {
-        w.Key("version");
-        w.String(std::to_string(*e.version).c_str());
-      }
-      if (e.state != ModelState::kUnknown) {
-        w.Key("state");
-        w.String(ModelStateName(e.state).data());
-      }
-      if (!e.reason.empty()) {
-        w.Key("reason");
-        w.String(e.reason.c_str());
-      }
-      w.EndObject();
-    }
-    w.EndArray();
-    return send(JsonResponse(200, buf));
-  }
-  if (segs.size() == i + 3 && segs[i] == "models" &&
-      (segs[i + 2] == "load" || segs[i + 2] == "unload")) {
-    if (req.method != "POST") return send(ErrorResponse(405, "Method Not Allowed"));
-    if (named_repo)
-      return send(ErrorResponse(501, "'repository_name' specification is not supported"));
-    auto name = PercentDecode(segs[i + 1]);
-    if (!name || !IsValidModelName(*name)) {
-      return send(ErrorResponse(400, "invalid model name in the request path"));
-    }
-    const bool load = segs[i + 2] == "load";
-    std::optional<std::string> config;
-    if (req.body && !req.body->empty()) {
-      rapidjson::Document d;
-      d.Parse(req.body->data(), req.body->size());
-      if (d.HasParseError() || !d.IsObject()) {
-        return send(ErrorResponse(400, "request body must be a JSON object"));
-      }
-      if (d.HasMember("parameters")) {
-        const auto& p = d["parameters"];
-        if (!p.IsObject()) return send(ErrorResponse(400, "'parameters' must be an object"));
-        for (const auto& m : p.GetObject()) {
-          const std::string key = m.name.GetString();
-          if (load && key == "config") {
-            if (!m.value.IsString()) {
-              return send(ErrorResponse(400, "load parameter 'config' must be a JSON string"));
-            }
-            config = std::string(m.value.GetString(), m.value.GetStringLength());
-          } else if (!load && key == "unload_dependents") {
-            if (!m.value.IsBool()) {
-              return send(ErrorResponse(400, "'unload_dependents' must be a boolean"));
-            }
-          } else {
-            return send(ErrorResponse(400, "unrecognized " + std::string(load ? "load" : "unload") +
-                                               " parameter '" + Bounded(key) + "'"));
-          }
-        }
-      }
-    }
-    // Loading can take long: never on an I/O thread.
-    std::thread([this, load, name = *name, config, responder] {
-      Status s = load ? server_.LoadModel(name, config) : server_.UnloadModel(name);
-      if (!s.ok()) return responder->Send(FromStatus(s));
-      HttpResponse r;
-      responder->Send(std::move(r));
-    }).detach();
-    return;
-  }
-  send(ErrorResponse(404, "Not Found"));
+  r->Send(Encoded(server_.control().RepositoryIndex(p.repo, ready_only), EncodeRepositoryIndex));
 }
 
-HttpResponse HttpApi::HandleSharedMemory(const HttpRequest& req,
-                                         const std::vector<std::string>& segs) {
-  // /v2/<kind>[/region/{r}]/(status|register|unregister)
-  const bool cuda = segs[1] == "cudasharedmemory";
-  std::optional<std::string> region;
-  size_t i = 2;
-  if (segs.size() > i + 1 && segs[i] == "region") {
-    region = PercentDecode(segs[i + 1]);
-    if (!region || region->empty()) return ErrorResponse(400, "invalid region name in the path");
-    i += 2;
-  }
-  if (segs.size() != i + 1) return ErrorResponse(404, "Not Found");
-  const std::string& action = segs[i];
-  const std::string name = region.value_or("");
-  const char* kind = cuda ? "CUDA" : "system";
-  if (action == "status") {
-    if (req.method != "GET") return ErrorResponse(405, "Method Not Allowed");
-    rapidjson::StringBuffer buf;
-    Writer w(buf);
-    w.StartArray();
-    if (cuda) {
-      auto status = server_.cuda_shared_memory().GetStatus(name);
-      if (!status.ok()) return FromStatus(status.status());
-      for (const auto& r : *status) {
-        w.StartObject();
-        w.Key("name");
-        w.String(r.name.c_str());
-        w.Key("device_id");
-        w.Int64(r.device_id);
-        w.Key("byte_size");
-        w.Uint64(r.byte_size);
-        w.EndObject();
-      }
-    } else {
-      auto status = server_.shared_memory().GetStatus(name);
-      if (!status.ok()) return FromStatus(status.status());
-      for (const auto& r : *status) {
-        w.StartObject();
-        w.Key("name");
-        w.String(r.name.c_str());
-        w.Key("key");
-        w.String(r.key.c_str());
-        w.Key("offset");
-        w.Uint64(r.offset);
-        w.Key("byte_size");
-        w.Uint64(r.byte_size);
-        w.EndObject();
-      }
-    }
-    w.EndArray();
-    return JsonResponse(200, buf);
-  }
-  if (action != "register" && action != "unregister") return ErrorResponse(404, "Not Found");
-  if (req.method != "POST") return ErrorResponse(405, "Method Not Allowed");
-  if (!server_.allow_client_shm()) {
-    return ErrorResponse(501,
-                         "Client shared memory is disabled. Start the server with "
-                         "'--allow-client-shm=true' to enable.");
-  }
-  if (action == "unregister") {
-    Status s = cuda ? server_.cuda_shared_memory().Unregister(name)
-                    : server_.shared_memory().Unregister(name);
-    return s.ok() ? HttpResponse{} : FromStatus(s);
-  }
-  if (name.empty()) {
-    return ErrorResponse(400, std::string("'region name' is necessary to register ") + kind +
-                                  " shared memory region");
-  }
+void HttpApi::RepositoryLoad(const HttpRequest& req, const PathParams& p, const Responder& r) {
+  auto params = RepositoryParameters(req);
+  if (!params.ok()) return r->Send(FromStatus(params.status()));
+  server_.control().Load(p.repo, p.model, *params, [r](Status s) { r->Send(StatusResponse(s)); });
+}
+
+void HttpApi::RepositoryUnload(const HttpRequest& req, const PathParams& p, const Responder& r) {
+  auto params = RepositoryParameters(req);
+  if (!params.ok()) return r->Send(FromStatus(params.status()));
+  server_.control().Unload(p.repo, p.model, *params, [r](Status s) { r->Send(StatusResponse(s)); });
+}
+
+// ---- shared memory (through the control plane) ---------------------------------------
+
+void HttpApi::SystemShmStatus(const HttpRequest&, const PathParams& p, const Responder& r) {
+  r->Send(Encoded(server_.control().SystemShmStatus(p.region), EncodeSystemShmStatus));
+}
+
+void HttpApi::SystemShmRegister(const HttpRequest& req, const PathParams& p, const Responder& r) {
+  // "Disabled" comes before any complaint about the body.
+  if (Status s = server_.control().CheckClientShm(); !s.ok()) return r->Send(FromStatus(s));
   rapidjson::Document d;
   d.Parse(req.body ? req.body->c_str() : "", req.body ? req.body->size() : 0);
-  if (cuda) return RegisterCudaSharedMemory(name, d);
+  auto fail = [&](const char* message) { r->Send(FromStatus(InvalidArgument(message))); };
   if (d.HasParseError() || !d.IsObject()) {
-    return ErrorResponse(400, "register body must be a JSON object with 'key' and 'byte_size'");
+    return fail("register body must be a JSON object with 'key' and 'byte_size'");
   }
   if (!d.HasMember("key") || !d["key"].IsString()) {
-    return ErrorResponse(400, "register needs a 'key' string (the shared memory object name)");
+    return fail("register needs a 'key' string (the shared memory object name)");
   }
   if (!d.HasMember("byte_size") || !d["byte_size"].IsUint64()) {
-    return ErrorResponse(400, "register needs 'byte_size', a non-negative integer");
+    return fail("register needs 'byte_size', a non-negative integer");
   }
   uint64_t offset = 0;
   if (d.HasMember("offset")) {
-    if (!d["offset"].IsUint64()) {
-      return ErrorResponse(400, "'offset' must be a non-negative integer");
-    }
+    if (!d["offset"].IsUint64()) return fail("'offset' must be a non-negative integer");
     offset = d["offset"].GetUint64();
   }
-  Status s = server_.shared_memory().Register(name, d["key"].GetString(), offset,
-                                              d["byte_size"].GetUint64());
-  return s.ok() ? HttpResponse{} : FromStatus(s);
+  r->Send(StatusResponse(server_.control().RegisterSystemShm(
+      p.region, std::string(d["key"].GetString(), d["key"].GetStringLength()), offset,
+      d["byte_size"].GetUint64())));
+}
+
+void HttpApi::SystemShmUnregister(const HttpRequest&, const PathParams& p, const Responder& r) {
+  r->Send(StatusResponse(server_.control().UnregisterSystemShm(p.region)));
+}
+
+void HttpApi::CudaShmStatus(const HttpRequest&, const PathParams& p, const Responder& r) {
+  r->Send(Encoded(server_.control().CudaShmStatus(p.region), EncodeCudaShmStatus));
+}
+
+void HttpApi::CudaShmUnregister(const HttpRequest&, const PathParams& p, const Responder& r) {
+  r->Send(StatusResponse(server_.control().UnregisterCudaShm(p.region)));
 }
 
 }  // namespace inferd::http

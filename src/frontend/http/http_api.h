@@ -1,18 +1,29 @@
 // HttpApi: the KServe v2 / Triton REST API on top of InferenceServer. A
-// route table plus one small handler per endpoint; all parsing and
-// encoding of bodies lives here or in infer_codec, never in the core.
+// route table (method + path pattern -> handler, http_api.cc) on the
+// HttpRouter, and one small handler per endpoint. Bodies are parsed and
+// encoded here, in infer_codec (inference) and json_encode (the other JSON
+// answers); repository and shared-memory calls go to the server's
+// ControlPlane, which answers them as it answers gRPC.
 //
-// Threading: Handle() runs on an I/O thread and never blocks on a model;
-// inference responses are sent from the completion (an instance thread).
-// Repository load/unload may take long, so they run on a separate thread.
+// Errors: every semantic error is a Status, sent with the status code of
+// HttpStatusFromCode (the one code table). Literal codes are only the
+// router's 404 / 405 and the health/ready endpoints' 400 for "not ready"
+// (Triton's endpoint semantics).
+//
+// Threading: Handle() runs on an I/O thread and never blocks on a model or
+// a load: inference responses are sent by the request's sink (HttpInferSink,
+// on an instance thread), load/unload and CUDA registration answers from the
+// control plane's worker.
 #pragma once
 
 #include <rapidjson/document.h>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "frontend/http/http_router.h"
 #include "frontend/http/http_types.h"
 #include "frontend/restricted_api.h"
 #include "server/inference_server.h"
@@ -31,21 +42,40 @@ class HttpApi {
   void Handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
 
  private:
-  void HandleModel(const HttpRequest& req, const std::string& model, int64_t version,
-                   const std::string& action, std::shared_ptr<HttpResponder> responder);
+  using Responder = std::shared_ptr<HttpResponder>;
+  using Handler = void (HttpApi::*)(const HttpRequest&, const PathParams&, const Responder&);
+  struct Route {
+    const char* method;
+    const char* pattern;
+    Handler handler;
+  };
+  static const Route kRoutes[];
+
+  void ServerMetadata(const HttpRequest&, const PathParams&, const Responder&);
+  void HealthLive(const HttpRequest&, const PathParams&, const Responder&);
+  void HealthReady(const HttpRequest&, const PathParams&, const Responder&);
+  void ModelMetadata(const HttpRequest&, const PathParams&, const Responder&);
+  void ModelReady(const HttpRequest&, const PathParams&, const Responder&);
+  void ModelConfig(const HttpRequest&, const PathParams&, const Responder&);
+  void ModelInfer(const HttpRequest&, const PathParams&, const Responder&);
+  void Statistics(const HttpRequest&, const PathParams&, const Responder&);
+  void RepositoryIndex(const HttpRequest&, const PathParams&, const Responder&);
+  void RepositoryLoad(const HttpRequest&, const PathParams&, const Responder&);
+  void RepositoryUnload(const HttpRequest&, const PathParams&, const Responder&);
+  void SystemShmStatus(const HttpRequest&, const PathParams&, const Responder&);
+  void SystemShmRegister(const HttpRequest&, const PathParams&, const Responder&);
+  void SystemShmUnregister(const HttpRequest&, const PathParams&, const Responder&);
+  void CudaShmStatus(const HttpRequest&, const PathParams&, const Responder&);
+  void CudaShmRegister(const HttpRequest&, const PathParams&,
+                       const Responder&);  // http_cuda_shm.cc
+  void CudaShmUnregister(const HttpRequest&, const PathParams&, const Responder&);
+
   void HandleInfer(const HttpRequest& req, const std::string& model, int64_t version,
                    std::shared_ptr<HttpResponder> responder);
-  void HandleRepository(const HttpRequest& req, const std::vector<std::string>& segments,
-                        std::shared_ptr<HttpResponder> responder);
-  // /v2/systemsharedmemory/... and /v2/cudasharedmemory/...
-  HttpResponse HandleSharedMemory(const HttpRequest& req, const std::vector<std::string>& segments);
-  HttpResponse RegisterCudaSharedMemory(const std::string& name, const rapidjson::Document& body);
 
   InferenceServer& server_;
   const HttpApiOptions options_;
+  HttpRouter router_;
 };
-
-// Percent-decodes a path segment; nullopt on a malformed escape.
-std::optional<std::string> PercentDecode(std::string_view s);
 
 }  // namespace inferd::http

@@ -2,7 +2,7 @@
 
 namespace inferd::http {
 
-void HttpInferSink::Complete(Status status, std::unique_ptr<InferResponse> response) {
+void HttpInferSink::Complete(const Status& status, std::unique_ptr<InferResponse> response) {
   auto fail = [&](const Status& s) {
     responder_->Send(ErrorResponse(HttpStatusFromCode(s.code()), s.message()));
   };

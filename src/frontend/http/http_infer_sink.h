@@ -32,7 +32,7 @@ class HttpInferSink final : public SingleResponseSink<HttpInferSink> {
         encoding_(std::move(encoding)),
         compression_(compression) {}
 
-  void Complete(Status status, std::unique_ptr<InferResponse> response);
+  void Complete(const Status& status, std::unique_ptr<InferResponse> response);
 
  private:
   const std::shared_ptr<HttpResponder> responder_;

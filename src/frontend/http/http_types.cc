@@ -30,4 +30,9 @@ HttpResponse ErrorResponse(int status, const std::string& message) {
   return r;
 }
 
+HttpResponse StatusResponse(const Status& status) {
+  if (status.ok()) return HttpResponse{};
+  return ErrorResponse(HttpStatusFromCode(status.code()), status.message());
+}
+
 }  // namespace inferd::http

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
+
 namespace inferd::http {
 
 struct HttpRequest {
@@ -46,5 +48,9 @@ using HttpHandler = std::function<void(HttpRequest, std::shared_ptr<HttpResponde
 
 // {"error": "<message>"} with the given status.
 HttpResponse ErrorResponse(int status, const std::string& message);
+
+// The answer for a Status: an empty 200 when OK, else its message with the
+// HTTP status of HttpStatusFromCode (the one code table).
+HttpResponse StatusResponse(const Status& status);
 
 }  // namespace inferd::http

@@ -10,6 +10,7 @@
 
 #include "core/bytes_tensor.h"
 #include "core/sanitize.h"
+#include "frontend/http/json_parameters.h"
 
 namespace inferd::http {
 namespace {
@@ -168,48 +169,15 @@ StatusOr<uint64_t> GetUint(const Value& obj, const char* key, const std::string&
   return v.GetUint64();
 }
 
+// The parameters in neutral types; the core applies the reserved keys.
+// `headers` (HTTP header forwarding's key, a JSON object) has no neutral
+// type and is dropped here, as the core drops it from gRPC requests.
 Status DecodeRequestParameters(const Value& params, InferRequest& req, OutputEncoding& enc) {
-  if (!params.IsObject()) return InvalidArgument("request 'parameters' must be an object");
-  for (const auto& m : params.GetObject()) {
-    const std::string key(m.name.GetString(), m.name.GetStringLength());
-    const Value& v = m.value;
-    if (key == "sequence_id") {
-      if (v.IsUint64()) {
-        if (v.GetUint64() != 0) req.correlation_id = v.GetUint64();
-      } else if (v.IsString()) {
-        if (v.GetStringLength() != 0) req.correlation_id = std::string(v.GetString());
-      } else {
-        return InvalidArgument("parameter 'sequence_id' must be an unsigned integer or a string");
-      }
-    } else if (key == "sequence_start" || key == "sequence_end") {
-      if (!v.IsBool()) return InvalidArgument("parameter '" + key + "' must be a boolean");
-      (key == "sequence_start" ? req.sequence_start : req.sequence_end) = v.GetBool();
-    } else if (key == "priority" || key == "timeout") {
-      if (!v.IsUint64()) {
-        return InvalidArgument("parameter '" + key + "' must be a non-negative integer");
-      }
-      (key == "priority" ? req.priority : req.timeout_us) = v.GetUint64();
-    } else if (key == "binary_data_output") {
-      if (!v.IsBool()) return InvalidArgument("parameter 'binary_data_output' must be a boolean");
-      enc.binary_default = v.GetBool();
-    } else if (key == "headers") {
-      continue;
-    } else if (key.rfind("triton_", 0) == 0) {
-      return InvalidArgument(
-          "parameter keys starting with 'triton_' are reserved for Triton usage and should not "
-          "be specified.");
-    } else if (v.IsString()) {
-      req.parameters[key] = std::string(v.GetString(), v.GetStringLength());
-    } else if (v.IsBool()) {
-      req.parameters[key] = v.GetBool();
-    } else if (v.IsInt64()) {
-      req.parameters[key] = v.GetInt64();
-    } else if (v.IsNumber()) {
-      req.parameters[key] = v.GetDouble();
-    } else {
-      return InvalidArgument("parameter '" + key +
-                             "' has invalid type. It should be either 'int', 'bool', or 'string'.");
-    }
+  INFERD_RETURN_IF_ERROR(
+      DecodeJsonParameters(params, "request 'parameters'", req.parameters, "headers"));
+  // Its type is checked by the core: a non-bool fails the request there.
+  if (auto it = req.parameters.find("binary_data_output"); it != req.parameters.end()) {
+    if (const bool* b = std::get_if<bool>(&it->second)) enc.binary_default = *b;
   }
   return Status::Ok();
 }

@@ -52,7 +52,10 @@ struct DecodedInfer {
 // (absent: the whole body is JSON). Shared-memory references are resolved
 // through `shm` (nullptr: refused) and bounds-checked; the request keeps the
 // regions it reads mapped. Errors are INVALID_ARGUMENT naming the offending
-// member, tensor or region.
+// member, tensor or region. Request parameters are translated into the
+// neutral types (json_parameters.h), keys untouched: the core checks and
+// applies the reserved ones; the codec only reads a boolean
+// binary_data_output for the output encoding.
 StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
                                           std::optional<size_t> header_length,
                                           const std::string& model_name, int64_t model_version,

@@ -1,0 +1,144 @@
+// The model lifecycle's decisions, apart from doing them: which models to
+// load, keep, unload or forget, which versions to load and retire, and what
+// the records read after the loads ran. Pure functions over plain data; the
+// ModelManager gathers the data (listing, fingerprints, config), calls
+// these, and applies the result (ModelVersion::Load, swap, retire).
+//
+//   PlanModels(request, source, loaded)    -> per model: keep | load | unload |
+//                                             forget | fail | reject
+//   (the manager reads and validates the config of each model to load)
+//   PlanVersions(name, prepared, loaded)   -> load versions V, retire R | fail
+//   MarkLoading / CommitLoad / RecordFailure / MarkUnloaded: the records
+//   before and after the work.
+//
+// Threading: pure; safe from any thread. Errors are data (`reason`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "repository/model_state.h"
+
+namespace inferd {
+
+// One version as the manager records it.
+struct VersionStatus {
+  ModelState state = ModelState::kUnknown;
+  std::string reason;  // UNAVAILABLE: why ("unloaded", or the load error)
+  bool operator==(const VersionStatus&) const = default;
+};
+
+// One model the manager has a record of (loaded, loading, failed or
+// unloaded).
+struct LoadedModel {
+  std::map<int64_t, VersionStatus> versions;
+  // The source's fingerprint when versions were last loaded; "" before the
+  // first load that got as far as loading versions, and after an unload.
+  std::string fingerprint;
+  // A model-level failure (listing problem, config), shown without a
+  // version; only set while no version serves.
+  std::string failure;
+  bool operator==(const LoadedModel&) const = default;
+};
+using LoadedModels = std::map<std::string, LoadedModel>;
+
+// True if some version is READY.
+bool IsServing(const LoadedModel& model);
+
+// What the source(s) hold for one listed model, as far as planning needs.
+struct SourceModel {
+  // Non-empty: listed but must not be loaded (the listing's problem, or why
+  // the model could not be fingerprinted).
+  std::string problem;
+  // The source's fingerprint; "" with a problem, and for models the request
+  // does not concern (not looked at).
+  std::string fingerprint;
+};
+using SourceModels = std::map<std::string, SourceModel>;
+
+// What is asked.
+struct LifecycleRequest {
+  enum class Kind {
+    kStartup,  // load `names` in order, or every listed model with `all_listed`
+    kLoad,     // load or reload `names[0]` (explicit mode)
+    kUnload,   // take every version of `names[0]` out of service
+    kPoll,     // one poll pass: load new and changed models, forget removed ones
+  };
+  Kind kind = Kind::kPoll;
+  std::vector<std::string> names;
+  bool all_listed = false;       // kStartup
+  bool config_override = false;  // kLoad: the caller gives the config; always reloads
+};
+
+enum class ModelAction {
+  kKeep,    // nothing to do: unchanged and serving, or unloading an unknown model
+  kLoad,    // read the config, then PlanVersions; after it: load `load`, retire `retire`
+  kUnload,  // retire `retire`, every version UNAVAILABLE "unloaded"; the record stays
+  kForget,  // as kUnload, then drop the record (the model left the repository)
+  kFail,    // record the model-level failure `reason` (old versions keep serving)
+  kReject,  // refuse with the message `reason`; no record is touched or counted
+};
+
+struct ModelPlan {
+  std::string name;
+  ModelAction action = ModelAction::kKeep;
+  std::string reason;        // kFail, kReject
+  std::set<int64_t> load;    // kLoad after PlanVersions: versions to load anew
+  std::set<int64_t> retire;  // versions READY now that go out of service
+  bool operator==(const ModelPlan&) const = default;
+};
+
+// The model-level plan, in the order to apply it (poll: forgets first, then
+// listed models by name). kLoad plans have empty version sets until
+// PlanVersions completes them.
+//
+// Decisions: an invalid name is rejected ("invalid model name 'x'"); a name
+// not listed is rejected ("load failed for model 'x': no model of that name
+// in the model repository"); a listed problem fails the model; a load
+// without override of a model whose fingerprint is unchanged, with no
+// failure and every version READY is kept; a poll pass keeps a model whose
+// recorded fingerprint is non-empty and equal, forgets recorded models no
+// longer listed and loads the rest.
+std::vector<ModelPlan> PlanModels(const LifecycleRequest& request, const SourceModels& source,
+                                  const LoadedModels& loaded);
+
+// A model's config as read for a load: either an error, or the versions its
+// version policy selects among those the source lists.
+struct PreparedModel {
+  std::string error;         // non-empty: the config could not be read, parsed or validated
+  std::set<int64_t> wanted;  // the versions to serve
+};
+
+// The version plan of a model PlanModels said to load (`loaded`: its record,
+// null if none): kFail with the config error, or with "at least one version
+// must be available under the version policy of model 'x'" when none is
+// wanted; else kLoad of every wanted version (a READY one is loaded anew and
+// keeps serving until its replacement is READY) and retirement of the READY
+// versions no longer wanted.
+ModelPlan PlanVersions(const std::string& name, const PreparedModel& prepared,
+                       const LoadedModel* loaded);
+
+// Before the loads of a kLoad plan run: clears the model-level failure;
+// each version to load that is not READY becomes LOADING (reason cleared).
+void MarkLoading(const ModelPlan& plan, LoadedModel& model);
+
+// After the loads ran (`results`: one per version of `plan.load`): a loaded
+// version is READY; a failed one stays READY if an older copy serves, else
+// is UNAVAILABLE with the error; `plan.retire` versions are UNAVAILABLE
+// "unloaded"; the fingerprint becomes `fingerprint`. Returns "" or the
+// errors, "version N: message; version M: message".
+std::string CommitLoad(const ModelPlan& plan, const std::map<int64_t, Status>& results,
+                       const std::string& fingerprint, LoadedModel& model);
+
+// A kFail: the failure shows at model level unless a version still serves.
+void RecordFailure(const std::string& reason, LoadedModel& model);
+
+// A kUnload or kForget: every version UNAVAILABLE "unloaded"; fingerprint and
+// failure cleared.
+void MarkUnloaded(LoadedModel& model);
+
+}  // namespace inferd

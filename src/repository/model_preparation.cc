@@ -1,0 +1,42 @@
+#include "repository/model_preparation.h"
+
+#include "repository/version_policy.h"
+
+namespace inferd {
+namespace {
+
+StatusOr<inference::ModelConfig> ReadConfig(const RepositorySource& source, const std::string& name,
+                                            const std::optional<std::string>& config_json) {
+  if (config_json) return ParseModelConfigJson(*config_json);
+  auto text = source.ReadFile(name, "config.pbtxt");
+  if (!text.ok()) return NotFound("model '" + name + "' has no config.pbtxt");
+  return ParseModelConfigText(*text, name + "/config.pbtxt");
+}
+
+}  // namespace
+
+PreparedConfig PrepareModel(const RepositorySource& source, const std::string& name,
+                            const std::optional<std::string>& config_json,
+                            const NormalizeOptions& options) {
+  PreparedConfig out;
+  auto config = ReadConfig(source, name, config_json);
+  if (!config.ok()) {
+    out.plan.error = config.status().message();
+    return out;
+  }
+  out.config = std::move(*config);
+  Status norm = NormalizeModelConfig(name, options, out.config);
+  if (!norm.ok()) {
+    out.plan.error = norm.WithPrefix(name + "/config.pbtxt").message();
+    return out;
+  }
+  auto versions = source.ListVersions(name);
+  if (!versions.ok()) {
+    out.plan.error = versions.status().message();
+    return out;
+  }
+  out.plan.wanted = VersionsToLoad(out.config.version_policy(), *versions);
+  return out;
+}
+
+}  // namespace inferd

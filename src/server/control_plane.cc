@@ -1,0 +1,137 @@
+#include "server/control_plane.h"
+
+#include <climits>
+#include <optional>
+
+#include "core/reserved_parameters.h"
+#include "core/sanitize.h"
+#include "repository/repository_scan.h"
+#include "server/inference_server.h"
+
+namespace inferd {
+namespace {
+
+Status CheckRepository(std::string_view repository) {
+  if (repository.empty()) return Status::Ok();
+  return Unimplemented("'repository_name' specification is not supported");
+}
+
+// Triton's repository parameters; its "file:<path>" model-file overrides
+// are not supported and fall under "unrecognized".
+Status CheckRepositoryParameters(const char* call, const Parameters& parameters,
+                                 std::optional<std::string>* config) {
+  const std::string what = std::string(call) + " parameter";
+  for (const auto& [key, value] : parameters) {
+    if (config != nullptr && key == "config") {
+      const std::string* s = std::get_if<std::string>(&value);
+      if (s == nullptr) return ParameterTypeError(what, key, "a string", value);
+      *config = *s;
+    } else if (config == nullptr && key == "unload_dependents") {
+      if (!std::holds_alternative<bool>(value)) {
+        return ParameterTypeError(what, key, "a bool", value);
+      }
+    } else {
+      return InvalidArgument("unrecognized " + what + " '" + Bounded(key) + "'");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ControlPlane::CheckModelName(std::string_view name) {
+  // "" names no model: the lookup answers NOT_FOUND, as Triton does.
+  if (name.empty() || IsValidModelName(name)) return Status::Ok();
+  return InvalidArgument("invalid model name '" + Bounded(name) +
+                         "': a model name is 1 to 255 bytes without '/', '\\', '..' or control "
+                         "characters");
+}
+
+StatusOr<std::vector<ModelIndexEntry>> ControlPlane::RepositoryIndex(std::string_view repository,
+                                                                     bool ready_only) const {
+  INFERD_RETURN_IF_ERROR(CheckRepository(repository));
+  return server_.RepositoryIndex(ready_only);
+}
+
+void ControlPlane::Load(std::string_view repository, const std::string& name,
+                        const Parameters& parameters, Done done) {
+  std::optional<std::string> config;
+  Status s = CheckRepository(repository);
+  if (s.ok()) s = CheckModelName(name);
+  if (s.ok()) s = CheckRepositoryParameters("load", parameters, &config);
+  if (!s.ok()) return done(s);
+  worker_.Post([this, name, config = std::move(config)] { return server_.LoadModel(name, config); },
+               std::move(done));
+}
+
+void ControlPlane::Unload(std::string_view repository, const std::string& name,
+                          const Parameters& parameters, Done done) {
+  Status s = CheckRepository(repository);
+  if (s.ok()) s = CheckModelName(name);
+  if (s.ok()) s = CheckRepositoryParameters("unload", parameters, nullptr);
+  if (!s.ok()) return done(s);
+  worker_.Post([this, name] { return server_.UnloadModel(name); }, std::move(done));
+}
+
+Status ControlPlane::CheckClientShm() const {
+  if (server_.allow_client_shm()) return Status::Ok();
+  return Unimplemented(
+      "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to "
+      "enable.");
+}
+
+StatusOr<std::vector<RegionStatus>> ControlPlane::SystemShmStatus(const std::string& name) const {
+  return server_.shared_memory().GetStatus(name);
+}
+
+StatusOr<std::vector<CudaRegionStatus>> ControlPlane::CudaShmStatus(const std::string& name) const {
+  return server_.cuda_shared_memory().GetStatus(name);
+}
+
+Status ControlPlane::RegisterSystemShm(const std::string& name, const std::string& key,
+                                       uint64_t offset, uint64_t byte_size) {
+  INFERD_RETURN_IF_ERROR(CheckClientShm());
+  if (name.empty()) {
+    return InvalidArgument("'region name' is necessary to register system shared memory region");
+  }
+  return server_.shared_memory().Register(name, key, offset, byte_size);
+}
+
+void ControlPlane::RegisterCudaShm(const std::string& name, std::string raw_handle,
+                                   int64_t device_id, uint64_t byte_size, Done done) {
+  Status s = CheckClientShm();
+  if (s.ok() && name.empty()) {
+    s = InvalidArgument("'region name' is necessary to register CUDA shared memory region");
+  }
+  if (s.ok() && (device_id < 0 || device_id > INT32_MAX)) {
+    s = InvalidArgument("'device_id' " + std::to_string(device_id) + " is out of range");
+  }
+  if (!s.ok()) return done(s);
+  worker_.Post([this, name, handle = std::move(raw_handle), device_id,
+                byte_size] { return RegisterCudaNow(name, handle, device_id, byte_size); },
+               std::move(done));
+}
+
+Status ControlPlane::RegisterCudaNow(const std::string& name, const std::string& raw_handle,
+                                     int64_t device_id, uint64_t byte_size) {
+  if (server_.shared_memory().Find(name).ok() || server_.cuda_shared_memory().Find(name).ok()) {
+    return AlreadyExists("shared memory region '" + name + "' already in manager");
+  }
+  if (server_.cuda_shared_memory().DeviceCount() == 0) {
+    return Unimplemented("failed to register CUDA shared memory region: '" + name +
+                         "', GPUs not supported (" + server_.device_memory().Unavailable() + ")");
+  }
+  return server_.cuda_shared_memory().Register(name, raw_handle, device_id, byte_size);
+}
+
+Status ControlPlane::UnregisterSystemShm(const std::string& name) {
+  INFERD_RETURN_IF_ERROR(CheckClientShm());
+  return server_.shared_memory().Unregister(name);
+}
+
+Status ControlPlane::UnregisterCudaShm(const std::string& name) {
+  INFERD_RETURN_IF_ERROR(CheckClientShm());
+  return server_.cuda_shared_memory().Unregister(name);
+}
+
+}  // namespace inferd
