@@ -152,14 +152,15 @@ class GrpcClient::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       ++outstanding_;
     }
-    stub_->async()->ModelInfer(&call->ctx, &call->req, &call->resp, [this, call](grpc::Status s) {
-      InferResult result;
-      ClientStatus st = Finish(s, call->resp, result);
-      if (call->done) call->done(std::move(st), std::move(result));
-      delete call;
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--outstanding_ == 0) cv_.notify_all();
-    });
+    stub_->async()->ModelInfer(&call->ctx, &call->req, &call->resp,
+                               [this, call](const grpc::Status& s) {
+                                 InferResult result;
+                                 ClientStatus st = Finish(s, call->resp, result);
+                                 if (call->done) call->done(std::move(st), std::move(result));
+                                 delete call;
+                                 std::lock_guard<std::mutex> lock(mu_);
+                                 if (--outstanding_ == 0) cv_.notify_all();
+                               });
   }
 
   inference::GRPCInferenceService::Stub* stub() { return stub_.get(); }

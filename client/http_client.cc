@@ -196,6 +196,95 @@ std::vector<TensorMetadata> TensorList(const rapidjson::Value& d, const char* ke
   return out;
 }
 
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// The shared-memory keys of a tensor's "parameters" object.
+void WriteShmParameters(JsonWriter& w, const std::string& region, size_t byte_size, size_t offset) {
+  w.Key("shared_memory_region");
+  w.String(region.c_str());
+  w.Key("shared_memory_byte_size");
+  w.Uint64(byte_size);
+  w.Key("shared_memory_offset");
+  w.Uint64(offset);
+}
+
+// One element of the request's "inputs": its data follows the JSON as
+// binary, or lies in a shared-memory region.
+void WriteInput(JsonWriter& w, const Tensor& t) {
+  w.StartObject();
+  w.Key("name");
+  w.String(t.name.c_str());
+  w.Key("shape");
+  w.StartArray();
+  for (int64_t d : t.shape) w.Int64(d);
+  w.EndArray();
+  w.Key("datatype");
+  w.String(t.datatype.c_str());
+  w.Key("parameters");
+  w.StartObject();
+  if (t.shm_region.empty()) {
+    w.Key("binary_data_size");
+    w.Uint64(t.data.size());
+  } else {
+    WriteShmParameters(w, t.shm_region, t.shm_byte_size, t.shm_offset);
+  }
+  w.EndObject();
+  w.EndObject();
+}
+
+// The request's "parameters", only when one is set or when every output is
+// asked for (as binary).
+void WriteRequestParameters(JsonWriter& w, const InferRequest& request) {
+  const bool has_params = request.sequence_id != 0 || request.priority != 0 ||
+                          request.timeout_us != 0 || request.outputs.empty();
+  if (!has_params) return;
+  w.Key("parameters");
+  w.StartObject();
+  if (request.outputs.empty()) {
+    w.Key("binary_data_output");
+    w.Bool(true);
+  }
+  if (request.sequence_id != 0) {
+    w.Key("sequence_id");
+    w.Uint64(request.sequence_id);
+    w.Key("sequence_start");
+    w.Bool(request.sequence_start);
+    w.Key("sequence_end");
+    w.Bool(request.sequence_end);
+  }
+  if (request.priority != 0) {
+    w.Key("priority");
+    w.Int64(request.priority);
+  }
+  if (request.timeout_us != 0) {
+    w.Key("timeout");
+    w.Int64(request.timeout_us);
+  }
+  w.EndObject();
+}
+
+// One element of the request's "outputs": binary, or into a shared-memory
+// region; optionally as classification labels.
+void WriteOutput(JsonWriter& w, const RequestedOutput& o) {
+  w.StartObject();
+  w.Key("name");
+  w.String(o.name.c_str());
+  w.Key("parameters");
+  w.StartObject();
+  if (o.shm_region.empty()) {
+    w.Key("binary_data");
+    w.Bool(true);
+  } else {
+    WriteShmParameters(w, o.shm_region, o.shm_byte_size, o.shm_offset);
+  }
+  if (o.class_count > 0) {
+    w.Key("classification");
+    w.Int64(o.class_count);
+  }
+  w.EndObject();
+  w.EndObject();
+}
+
 }  // namespace
 
 HttpClient::HttpClient(const std::string& url) : url_(url), impl_(std::make_unique<Impl>(url)) {}
@@ -354,7 +443,7 @@ std::string HttpClient::InferPath(const std::string& model, const std::string& v
 
 size_t HttpClient::BuildInferBody(const InferRequest& request, std::string& body) {
   rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  JsonWriter w(buf);
   w.StartObject();
   if (!request.id.empty()) {
     w.Key("id");
@@ -362,87 +451,13 @@ size_t HttpClient::BuildInferBody(const InferRequest& request, std::string& body
   }
   w.Key("inputs");
   w.StartArray();
-  for (const auto& t : request.inputs) {
-    w.StartObject();
-    w.Key("name");
-    w.String(t.name.c_str());
-    w.Key("shape");
-    w.StartArray();
-    for (int64_t d : t.shape) w.Int64(d);
-    w.EndArray();
-    w.Key("datatype");
-    w.String(t.datatype.c_str());
-    w.Key("parameters");
-    w.StartObject();
-    if (t.shm_region.empty()) {
-      w.Key("binary_data_size");
-      w.Uint64(t.data.size());
-    } else {
-      w.Key("shared_memory_region");
-      w.String(t.shm_region.c_str());
-      w.Key("shared_memory_byte_size");
-      w.Uint64(t.shm_byte_size);
-      w.Key("shared_memory_offset");
-      w.Uint64(t.shm_offset);
-    }
-    w.EndObject();
-    w.EndObject();
-  }
+  for (const auto& t : request.inputs) WriteInput(w, t);
   w.EndArray();
-  const bool has_params = request.sequence_id != 0 || request.priority != 0 ||
-                          request.timeout_us != 0 || request.outputs.empty();
-  if (has_params) {
-    w.Key("parameters");
-    w.StartObject();
-    if (request.outputs.empty()) {
-      w.Key("binary_data_output");
-      w.Bool(true);
-    }
-    if (request.sequence_id != 0) {
-      w.Key("sequence_id");
-      w.Uint64(request.sequence_id);
-      w.Key("sequence_start");
-      w.Bool(request.sequence_start);
-      w.Key("sequence_end");
-      w.Bool(request.sequence_end);
-    }
-    if (request.priority != 0) {
-      w.Key("priority");
-      w.Int64(request.priority);
-    }
-    if (request.timeout_us != 0) {
-      w.Key("timeout");
-      w.Int64(request.timeout_us);
-    }
-    w.EndObject();
-  }
+  WriteRequestParameters(w, request);
   if (!request.outputs.empty()) {
     w.Key("outputs");
     w.StartArray();
-    for (const auto& o : request.outputs) {
-      w.StartObject();
-      w.Key("name");
-      w.String(o.name.c_str());
-      w.Key("parameters");
-      w.StartObject();
-      if (o.shm_region.empty()) {
-        w.Key("binary_data");
-        w.Bool(true);
-      } else {
-        w.Key("shared_memory_region");
-        w.String(o.shm_region.c_str());
-        w.Key("shared_memory_byte_size");
-        w.Uint64(o.shm_byte_size);
-        w.Key("shared_memory_offset");
-        w.Uint64(o.shm_offset);
-      }
-      if (o.class_count > 0) {
-        w.Key("classification");
-        w.Int64(o.class_count);
-      }
-      w.EndObject();
-      w.EndObject();
-    }
+    for (const auto& o : request.outputs) WriteOutput(w, o);
     w.EndArray();
   }
   w.EndObject();

@@ -55,10 +55,8 @@ std::vector<float> PerChannel(const InferdModelInfo& info, const char* key, floa
   return values;
 }
 
-}  // namespace
-
-ImageOptions ParseImageOptions(const InferdModelInfo& info) {
-  ImageOptions o;
+// One BYTES input, one FP32 output, no sequence controls.
+void CheckSignature(const InferdModelInfo& info) {
   if (info.input_count != 1 || info.inputs[0].datatype != INFERD_TYPE_BYTES) {
     ThrowInvalidArgument(
         "image backend: the model needs exactly one input, of TYPE_STRING "
@@ -69,9 +67,13 @@ ImageOptions ParseImageOptions(const InferdModelInfo& info) {
   }
   if (info.control_count > 0)
     ThrowInvalidArgument("image backend: sequence batching is not supported");
+}
 
+// Sets o.color and o.channels; returns the lower-cased parameter (for errors
+// that name it later).
+std::string ParseColor(const InferdModelInfo& info, ImageOptions& o) {
   const char* color = FindParameter(info, "color");
-  const std::string c = Lower(color ? color : "rgb");
+  std::string c = Lower(color ? color : "rgb");
   if (c == "gray" || c == "grey" || c == "grayscale") {
     o.color = Color::kGray;
   } else if (c == "rgb") {
@@ -83,33 +85,32 @@ ImageOptions ParseImageOptions(const InferdModelInfo& info) {
                          "'");
   }
   o.channels = o.color == Color::kGray ? 1 : 3;
+  return c;
+}
 
+Layout ParseLayout(const InferdModelInfo& info) {
   const char* layout = FindParameter(info, "layout");
   const std::string l = Lower(layout ? layout : "chw");
-  if (l == "chw" || l == "nchw") {
-    o.layout = Layout::kChw;
-  } else if (l == "hwc" || l == "nhwc") {
-    o.layout = Layout::kHwc;
-  } else {
-    ThrowInvalidArgument("image backend: parameter 'layout' must be CHW or HWC, got '" + l + "'");
-  }
+  if (l == "chw" || l == "nchw") return Layout::kChw;
+  if (l == "hwc" || l == "nhwc") return Layout::kHwc;
+  ThrowInvalidArgument("image backend: parameter 'layout' must be CHW or HWC, got '" + l + "'");
+}
 
+int ParseInterpolation(const InferdModelInfo& info) {
   const char* interp = FindParameter(info, "interpolation");
   const std::string i = Lower(interp ? interp : "area");
-  if (i == "area") {
-    o.interpolation = cv::INTER_AREA;
-  } else if (i == "linear" || i == "bilinear") {
-    o.interpolation = cv::INTER_LINEAR;
-  } else if (i == "nearest") {
-    o.interpolation = cv::INTER_NEAREST;
-  } else if (i == "cubic" || i == "bicubic") {
-    o.interpolation = cv::INTER_CUBIC;
-  } else {
-    ThrowInvalidArgument(
-        "image backend: parameter 'interpolation' must be area, linear, nearest or cubic, got '" +
-        i + "'");
-  }
+  if (i == "area") return cv::INTER_AREA;
+  if (i == "linear" || i == "bilinear") return cv::INTER_LINEAR;
+  if (i == "nearest") return cv::INTER_NEAREST;
+  if (i == "cubic" || i == "bicubic") return cv::INTER_CUBIC;
+  ThrowInvalidArgument(
+      "image backend: parameter 'interpolation' must be area, linear, nearest or cubic, got '" + i +
+      "'");
+}
 
+// Sets o.height and o.width from the output's dims, which must agree with
+// o.layout and o.channels (`color` is the parameter that gave the channels).
+void ParseOutputSize(const InferdModelInfo& info, const std::string& color, ImageOptions& o) {
   const InferdTensorSpec& out = info.outputs[0];
   if (out.dims_count != 3) {
     ThrowInvalidArgument("image backend: output '" + std::string(out.name) +
@@ -121,8 +122,8 @@ ImageOptions ParseImageOptions(const InferdModelInfo& info) {
   const int64_t w = o.layout == Layout::kChw ? out.dims[2] : out.dims[1];
   if (ch != o.channels) {
     ThrowInvalidArgument("image backend: output '" + std::string(out.name) + "' has " +
-                         std::to_string(ch) + " channels in its dims, color '" + c + "' gives " +
-                         std::to_string(o.channels));
+                         std::to_string(ch) + " channels in its dims, color '" + color +
+                         "' gives " + std::to_string(o.channels));
   }
   if (h < 1 || w < 1 || h > 16384 || w > 16384) {
     ThrowInvalidArgument("image backend: output '" + std::string(out.name) +
@@ -131,7 +132,10 @@ ImageOptions ParseImageOptions(const InferdModelInfo& info) {
   }
   o.height = static_cast<int>(h);
   o.width = static_cast<int>(w);
+}
 
+// scale, mean and std (one per channel, o.channels already set).
+void ParseNormalisation(const InferdModelInfo& info, ImageOptions& o) {
   const char* scale = FindParameter(info, "scale");
   if (scale != nullptr && *scale != '\0') o.scale = ParseFloat("scale", scale);
   o.mean = PerChannel(info, "mean", 0.0f, o.channels);
@@ -139,6 +143,18 @@ ImageOptions ParseImageOptions(const InferdModelInfo& info) {
   for (float s : o.std) {
     if (s == 0.0f) ThrowInvalidArgument("image backend: parameter 'std' must not be 0");
   }
+}
+
+}  // namespace
+
+ImageOptions ParseImageOptions(const InferdModelInfo& info) {
+  CheckSignature(info);
+  ImageOptions o;
+  const std::string color = ParseColor(info, o);
+  o.layout = ParseLayout(info);
+  o.interpolation = ParseInterpolation(info);
+  ParseOutputSize(info, color, o);
+  ParseNormalisation(info, o);
   o.max_pixels =
       inferd_backend::IntParameter(info, "max_pixels", o.max_pixels, 1, int64_t{1} << 30);
   o.opencv_threads =

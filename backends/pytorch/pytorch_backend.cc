@@ -227,7 +227,9 @@ class PyTorchInstance {
       stream_ = NewDeviceStream(device_);
     }
     auto first = device_.is_cpu() ? model.TakeFirstModule() : std::nullopt;
-    module_ = first ? std::move(*first) : LoadModule(model.bytes(), model.path(), device_);
+    // No std::move: Module declares its destructor, so it has no move
+    // constructor; a copy shares the same underlying module object.
+    module_ = first ? *first : LoadModule(model.bytes(), model.path(), device_);
     auto guard = stream_ ? stream_->Enter() : nullptr;
     if (auto t = model.compute_type()) module_.to(*t);
     if (model.channels_last()) {

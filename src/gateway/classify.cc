@@ -89,9 +89,10 @@ StatusOr<std::vector<ClassScore>> TopClasses(const PipelineInfo& pipeline,
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
   const size_t top = std::min<size_t>(k, n);
-  std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int64_t a, int64_t b) {
-    return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
-  });
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(top), order.end(),
+                    [&](int64_t a, int64_t b) {
+                      return scores[a] > scores[b] || (scores[a] == scores[b] && a < b);
+                    });
   std::vector<ClassScore> out;
   for (size_t i = 0; i < top; ++i) {
     const int64_t c = order[i];

@@ -113,7 +113,7 @@ void Gateway::HandleHttp(middleman::Request request, middleman::Responder respon
   call.cancelled = request.http.cancelled;
   auto image = std::shared_ptr<const std::string>(request.http.body);
   Classify(request.params[0], std::move(image), k, call,
-           [responder](const Status& s, ClassifyResult result) {
+           [responder = std::move(responder)](const Status& s, const ClassifyResult& result) {
              if (!s.ok()) {
                responder->Send(middleman::ErrorResponse(s));
                return;
@@ -130,7 +130,8 @@ void Gateway::Classify(const std::string& pipeline, std::shared_ptr<const std::s
     return;
   }
   WithPipeline(pipeline, call,
-               [this, image, top_k, call, done](const Status& s, const PipelineInfo* p) mutable {
+               [this, image = std::move(image), top_k, call, done = std::move(done)](
+                   const Status& s, const PipelineInfo* p) mutable {
                  if (!s.ok()) {
                    service_.Compute([done, s] { done(s, {}); });
                    return;
@@ -151,8 +152,8 @@ void Gateway::WithPipeline(const std::string& pipeline, const CallOptions& call,
   request.set_name(pipeline);
   pool_.Call<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
       &Async::ModelMetadata, std::move(request), call,
-      [this, pipeline, next](const ::grpc::Status& status,
-                             inference::ModelMetadataResponse& response) {
+      [this, pipeline, next = std::move(next)](const ::grpc::Status& status,
+                                               inference::ModelMetadataResponse& response) {
         if (!status.ok()) return next(Describe(pipeline, status), nullptr);
         auto info = PipelineFromMetadata(response);
         if (!info.ok()) return next(info.status(), nullptr);
@@ -186,8 +187,8 @@ void Gateway::Infer(const PipelineInfo& pipeline, std::shared_ptr<const std::str
       .Add();
   pool_.Call<inference::ModelInferRequest, inference::ModelInferResponse>(
       &Async::ModelInfer, std::move(request), call,
-      [this, p, image, top_k, call, done, lease](const ::grpc::Status& status,
-                                                 inference::ModelInferResponse& response) {
+      [this, p, image = std::move(image), top_k, call, done = std::move(done), lease](
+          const ::grpc::Status& status, inference::ModelInferResponse& response) {
         if (!status.ok()) {
           if (lease && status.error_message().find(lease->region()) != std::string::npos) {
             // inferd no longer knows the region (it restarted): register the
@@ -230,7 +231,7 @@ void Gateway::InferdReady(std::function<void(bool)> answer) {
   call.deadline = std::chrono::system_clock::now() + std::chrono::seconds(1);
   pool_.Call<inference::ServerReadyRequest, inference::ServerReadyResponse>(
       &Async::ServerReady, {}, call,
-      [answer](const ::grpc::Status& s, inference::ServerReadyResponse& r) {
+      [answer = std::move(answer)](const ::grpc::Status& s, inference::ServerReadyResponse& r) {
         answer(s.ok() && r.ready());
       });
 }

@@ -45,76 +45,96 @@ int Int(const std::string& flag, const char* value, int lo, int hi) {
   return static_cast<int>(v);
 }
 
+// Everything the command line sets.
+struct Flags {
+  inferd::middleman::ServiceOptions service;
+  inferd::middleman::InferdPoolOptions pool;
+  inferd::gateway::GatewayOptions gateway;
+  std::string shm = "none";
+  inferd::middleman::ShmPoolOptions shm_options;
+};
+
+// Applies one flag and its value to `f`; false if the flag is unknown. Bad
+// values end the process through Usage.
+bool ApplyFlag(const std::string& flag, const char* v, Flags& f) {
+  if (flag == "--http-port") {
+    f.service.http_port = static_cast<uint16_t>(Int(flag, v, 0, 65535));
+  } else if (flag == "--http-address") {
+    f.service.http_address = v;
+  } else if (flag == "--grpc-port") {
+    f.service.grpc_port = Int(flag, v, -1, 65535);
+  } else if (flag == "--grpc-address") {
+    f.service.grpc_address = v;
+  } else if (flag == "--inferd-url") {
+    f.pool.url = v;
+  } else if (flag == "--shared-memory") {
+    f.shm = v;
+    if (f.shm != "none" && f.shm != "system") Usage("--shared-memory wants none or system");
+  } else if (flag == "--shm-slots") {
+    f.shm_options.slots = Int(flag, v, 1, 4096);
+  } else if (flag == "--shm-slot-bytes") {
+    f.shm_options.slot_bytes = static_cast<size_t>(Int(flag, v, 64, 1 << 30));
+  } else if (flag == "--labels") {
+    inferd::Status s = f.gateway.labels.Add(v);
+    if (!s.ok()) Usage(s.message());
+  } else if (flag == "--channels") {
+    f.pool.channels = Int(flag, v, 1, 256);
+  } else if (flag == "--timeout-ms") {
+    f.pool.default_timeout = std::chrono::milliseconds(Int(flag, v, 1, 3600000));
+  } else if (flag == "--http-threads") {
+    f.service.http_threads = Int(flag, v, 1, 256);
+  } else if (flag == "--compute-threads") {
+    f.service.compute_threads = Int(flag, v, 1, 256);
+  } else if (flag == "--default-top-k") {
+    f.gateway.default_top_k = static_cast<uint32_t>(Int(flag, v, 1, 1000));
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Reads the command line into `f`; false when --help printed the usage. A
+// bad command line ends the process through Usage.
+bool ParseFlags(int argc, char** argv, Flags& f) {
+  f.service.name = "gateway";
+  f.service.http_port = 8080;
+  f.service.grpc_port = 8081;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::cout << kUsage;
+      return false;
+    }
+    if (i + 1 >= argc) Usage("missing value after " + flag);
+    if (!ApplyFlag(flag, argv[++i], f)) Usage("unknown flag " + flag);
+  }
+  if (f.pool.url.empty()) Usage("--inferd-url is required");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace inferd;
   middleman::Service::BlockShutdownSignals();
-  middleman::ServiceOptions so;
-  so.name = "gateway";
-  so.http_port = 8080;
-  so.grpc_port = 8081;
-  middleman::InferdPoolOptions po;
-  gateway::GatewayOptions go;
-  std::string shm = "none";
-  middleman::ShmPoolOptions shm_options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    if (i + 1 >= argc) Usage("missing value after " + flag);
-    const char* v = argv[++i];
-    if (flag == "--http-port") {
-      so.http_port = static_cast<uint16_t>(Int(flag, v, 0, 65535));
-    } else if (flag == "--http-address") {
-      so.http_address = v;
-    } else if (flag == "--grpc-port") {
-      so.grpc_port = Int(flag, v, -1, 65535);
-    } else if (flag == "--grpc-address") {
-      so.grpc_address = v;
-    } else if (flag == "--inferd-url") {
-      po.url = v;
-    } else if (flag == "--shared-memory") {
-      shm = v;
-      if (shm != "none" && shm != "system") Usage("--shared-memory wants none or system");
-    } else if (flag == "--shm-slots") {
-      shm_options.slots = Int(flag, v, 1, 4096);
-    } else if (flag == "--shm-slot-bytes") {
-      shm_options.slot_bytes = static_cast<size_t>(Int(flag, v, 64, 1 << 30));
-    } else if (flag == "--labels") {
-      Status s = go.labels.Add(v);
-      if (!s.ok()) Usage(s.message());
-    } else if (flag == "--channels") {
-      po.channels = Int(flag, v, 1, 256);
-    } else if (flag == "--timeout-ms") {
-      po.default_timeout = std::chrono::milliseconds(Int(flag, v, 1, 3600000));
-    } else if (flag == "--http-threads") {
-      so.http_threads = Int(flag, v, 1, 256);
-    } else if (flag == "--compute-threads") {
-      so.compute_threads = Int(flag, v, 1, 256);
-    } else if (flag == "--default-top-k") {
-      go.default_top_k = static_cast<uint32_t>(Int(flag, v, 1, 1000));
-    } else {
-      Usage("unknown flag " + flag);
-    }
-  }
-  if (po.url.empty()) Usage("--inferd-url is required");
+  Flags f;
+  if (!ParseFlags(argc, argv, f)) return 0;
+  const middleman::ServiceOptions& so = f.service;
+  const middleman::InferdPoolOptions& po = f.pool;
 
   middleman::Service service(so);
   middleman::InferdPool pool(po, &service.metrics());
   std::unique_ptr<middleman::ShmPool> shm_pool;
-  if (shm == "system") {
-    auto created = middleman::ShmPool::Create(shm_options, pool, &service.metrics());
+  if (f.shm == "system") {
+    auto created = middleman::ShmPool::Create(f.shm_options, pool, &service.metrics());
     if (!created.ok()) {
       std::cerr << "infer-gateway: " << created.status().message() << "\n";
       return 1;
     }
     shm_pool = std::move(*created);
-    go.shm = shm_pool.get();
+    f.gateway.shm = shm_pool.get();
   }
-  gateway::Gateway gateway(service, pool, std::move(go));
+  gateway::Gateway gateway(service, pool, std::move(f.gateway));
   Status s = service.Start();
   if (!s.ok()) {
     std::cerr << "infer-gateway: " << s.message() << "\n";

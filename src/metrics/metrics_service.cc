@@ -32,8 +32,8 @@ Status MetricsService::Start() {
   ho.threads = 1;
   ho.max_body_bytes = 64 << 10;
   http_ = std::make_unique<http::HttpServer>(
-      ho, [this](http::HttpRequest r, std::shared_ptr<http::HttpResponder> s) {
-        Handle(std::move(r), std::move(s));
+      ho, [this](const http::HttpRequest& r, const std::shared_ptr<http::HttpResponder>& s) {
+        Handle(r, s);
       });
   Status s = http_->Start();
   if (!s.ok()) {
@@ -102,8 +102,8 @@ std::string MetricsService::Render() const {
   return out;
 }
 
-void MetricsService::Handle(http::HttpRequest request,
-                            std::shared_ptr<http::HttpResponder> responder) const {
+void MetricsService::Handle(const http::HttpRequest& request,
+                            const std::shared_ptr<http::HttpResponder>& responder) const {
   if (request.path != "/metrics" && request.path != "/metrics/") {
     responder->Send(http::ErrorResponse(404, "Not Found"));
     return;

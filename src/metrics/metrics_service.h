@@ -55,7 +55,8 @@ class MetricsService {
   std::string Render() const;
 
  private:
-  void Handle(http::HttpRequest request, std::shared_ptr<http::HttpResponder> responder) const;
+  void Handle(const http::HttpRequest& request,
+              const std::shared_ptr<http::HttpResponder>& responder) const;
   void SampleOnce();
   void SamplerLoop();
 

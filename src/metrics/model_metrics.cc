@@ -16,7 +16,111 @@ MetricFamily Family(std::string name, std::string help, MetricType type) {
   return f;
 }
 
-double Us(uint64_t ns) { return static_cast<double>(ns / 1000); }
+// Whole microseconds, truncated (as Triton reports these counters).
+double Us(uint64_t ns) {
+  const uint64_t us = ns / 1000;
+  return static_cast<double>(us);
+}
+
+// The per-model families, in exposition order.
+struct ModelFamilySet {
+  MetricFamily success, failure, count, exec, pending, load, request_us, queue_us, input_us,
+      infer_us, output_us, request_hist, queue_hist, infer_hist, batch_hist, failures;
+};
+
+ModelFamilySet EmptyModelFamilies() {
+  ModelFamilySet f;
+  f.success =
+      Family("nv_inference_request_success",
+             "Number of successful inference requests, all batch sizes", MetricType::kCounter);
+  f.failure = Family("nv_inference_request_failure",
+                     "Number of failed inference requests, all batch sizes", MetricType::kCounter);
+  f.count = Family("nv_inference_count", "Number of inferences performed, batch-weighted",
+                   MetricType::kCounter);
+  f.exec = Family("nv_inference_exec_count", "Number of model executions performed",
+                  MetricType::kCounter);
+  f.pending = Family("nv_inference_pending_request_count",
+                     "Instantaneous number of pending requests awaiting execution per-model",
+                     MetricType::kGauge);
+  f.load = Family("nv_model_load_duration_secs", "Model load time in seconds", MetricType::kGauge);
+  f.request_us =
+      Family("nv_inference_request_duration_us",
+             "Cumulative inference request duration in microseconds", MetricType::kCounter);
+  f.queue_us =
+      Family("nv_inference_queue_duration_us",
+             "Cumulative inference queuing duration in microseconds", MetricType::kCounter);
+  f.input_us = Family("nv_inference_compute_input_duration_us",
+                      "Cumulative compute input duration in microseconds", MetricType::kCounter);
+  f.infer_us =
+      Family("nv_inference_compute_infer_duration_us",
+             "Cumulative compute inference duration in microseconds", MetricType::kCounter);
+  f.output_us =
+      Family("nv_inference_compute_output_duration_us",
+             "Cumulative inference compute output duration in microseconds", MetricType::kCounter);
+  f.request_hist = Family("inferd_request_duration_seconds",
+                          "End-to-end duration of successful inference requests, seconds",
+                          MetricType::kHistogram);
+  f.queue_hist =
+      Family("inferd_queue_duration_seconds",
+             "Queue duration of successful inference requests, seconds", MetricType::kHistogram);
+  f.infer_hist = Family("inferd_compute_infer_duration_seconds",
+                        "Model execution duration, once per execution (batch), seconds",
+                        MetricType::kHistogram);
+  f.batch_hist =
+      Family("inferd_batch_size", "Rows (batch size) per model execution", MetricType::kHistogram);
+  f.failures = Family("inferd_model_load_failures_total",
+                      "Number of failed attempts to load a model", MetricType::kCounter);
+  return f;
+}
+
+// The samples of one ready version.
+void AddVersion(const ModelStatistics& v, ModelFamilySet& f) {
+  const Labels labels = {{"model", v.name}, {"version", std::to_string(v.version)}};
+  const ModelStatsSnapshot& s = v.stats;
+  auto add = [&](MetricFamily& family, double value) {
+    family.samples.push_back(Sample{labels, value});
+  };
+  add(f.success, static_cast<double>(s.success.count));
+  const std::pair<const char*, uint64_t> reasons[] = {{"REJECTED", s.fail_rejected},
+                                                      {"CANCELED", s.fail_cancelled},
+                                                      {"BACKEND", s.fail_backend},
+                                                      {"OTHER", s.fail_other}};
+  for (const auto& [reason, n] : reasons) {
+    Labels l = labels;
+    l.emplace_back("reason", reason);
+    f.failure.samples.push_back(Sample{std::move(l), static_cast<double>(n)});
+  }
+  add(f.count, static_cast<double>(s.inference_count));
+  add(f.exec, static_cast<double>(s.execution_count));
+  add(f.pending, static_cast<double>(std::max<int64_t>(0, s.pending)));
+  add(f.load, v.load_seconds);
+  add(f.request_us, Us(s.success.ns));
+  add(f.queue_us, Us(s.queue.ns));
+  add(f.input_us, Us(s.compute_input.ns));
+  add(f.infer_us, Us(s.compute_infer.ns));
+  add(f.output_us, Us(s.compute_output.ns));
+  auto hist = [&](MetricFamily& family, const HistogramSnapshot& h, double per_unit) {
+    if (!h.counts.empty()) family.histograms.push_back(ToHistogramSample(h, per_unit, labels));
+  };
+  hist(f.request_hist, s.request_hist, 1e9);
+  hist(f.queue_hist, s.queue_hist, 1e9);
+  hist(f.infer_hist, s.compute_infer_hist, 1e9);
+  hist(f.batch_hist, s.batch_size_hist, 1);
+}
+
+// One sample per model in `versions` or `load_failures` (0 when it never
+// failed to load).
+void AddLoadFailures(const std::vector<ModelStatistics>& versions,
+                     const std::map<std::string, uint64_t>& load_failures, MetricFamily& failures) {
+  std::set<std::string> models;
+  for (const auto& v : versions) models.insert(v.name);
+  for (const auto& [name, n] : load_failures) models.insert(name);
+  for (const auto& name : models) {
+    auto it = load_failures.find(name);
+    const double n = it == load_failures.end() ? 0 : static_cast<double>(it->second);
+    failures.samples.push_back(Sample{{{"model", name}}, n});
+  }
+}
 
 }  // namespace
 
@@ -31,94 +135,15 @@ HistogramSample ToHistogramSample(const HistogramSnapshot& h, double per_unit, L
 
 std::vector<MetricFamily> ModelFamilies(const std::vector<ModelStatistics>& versions,
                                         const std::map<std::string, uint64_t>& load_failures) {
-  auto success =
-      Family("nv_inference_request_success",
-             "Number of successful inference requests, all batch sizes", MetricType::kCounter);
-  auto failure =
-      Family("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
-             MetricType::kCounter);
-  auto count = Family("nv_inference_count", "Number of inferences performed, batch-weighted",
-                      MetricType::kCounter);
-  auto exec = Family("nv_inference_exec_count", "Number of model executions performed",
-                     MetricType::kCounter);
-  auto pending = Family("nv_inference_pending_request_count",
-                        "Instantaneous number of pending requests awaiting execution per-model",
-                        MetricType::kGauge);
-  auto load =
-      Family("nv_model_load_duration_secs", "Model load time in seconds", MetricType::kGauge);
-  auto request_us =
-      Family("nv_inference_request_duration_us",
-             "Cumulative inference request duration in microseconds", MetricType::kCounter);
-  auto queue_us =
-      Family("nv_inference_queue_duration_us",
-             "Cumulative inference queuing duration in microseconds", MetricType::kCounter);
-  auto input_us = Family("nv_inference_compute_input_duration_us",
-                         "Cumulative compute input duration in microseconds", MetricType::kCounter);
-  auto infer_us =
-      Family("nv_inference_compute_infer_duration_us",
-             "Cumulative compute inference duration in microseconds", MetricType::kCounter);
-  auto output_us =
-      Family("nv_inference_compute_output_duration_us",
-             "Cumulative inference compute output duration in microseconds", MetricType::kCounter);
-  auto request_hist = Family("inferd_request_duration_seconds",
-                             "End-to-end duration of successful inference requests, seconds",
-                             MetricType::kHistogram);
-  auto queue_hist =
-      Family("inferd_queue_duration_seconds",
-             "Queue duration of successful inference requests, seconds", MetricType::kHistogram);
-  auto infer_hist = Family("inferd_compute_infer_duration_seconds",
-                           "Model execution duration, once per execution (batch), seconds",
-                           MetricType::kHistogram);
-  auto batch_hist =
-      Family("inferd_batch_size", "Rows (batch size) per model execution", MetricType::kHistogram);
-  auto failures = Family("inferd_model_load_failures_total",
-                         "Number of failed attempts to load a model", MetricType::kCounter);
-
-  std::set<std::string> models;
-  for (const auto& v : versions) {
-    models.insert(v.name);
-    const Labels labels = {{"model", v.name}, {"version", std::to_string(v.version)}};
-    const ModelStatsSnapshot& s = v.stats;
-    auto add = [&](MetricFamily& f, double value) { f.samples.push_back(Sample{labels, value}); };
-    add(success, static_cast<double>(s.success.count));
-    const std::pair<const char*, uint64_t> reasons[] = {{"REJECTED", s.fail_rejected},
-                                                        {"CANCELED", s.fail_cancelled},
-                                                        {"BACKEND", s.fail_backend},
-                                                        {"OTHER", s.fail_other}};
-    for (const auto& [reason, n] : reasons) {
-      Labels l = labels;
-      l.emplace_back("reason", reason);
-      failure.samples.push_back(Sample{std::move(l), static_cast<double>(n)});
-    }
-    add(count, static_cast<double>(s.inference_count));
-    add(exec, static_cast<double>(s.execution_count));
-    add(pending, static_cast<double>(std::max<int64_t>(0, s.pending)));
-    add(load, v.load_seconds);
-    add(request_us, Us(s.success.ns));
-    add(queue_us, Us(s.queue.ns));
-    add(input_us, Us(s.compute_input.ns));
-    add(infer_us, Us(s.compute_infer.ns));
-    add(output_us, Us(s.compute_output.ns));
-    auto hist = [&](MetricFamily& f, const HistogramSnapshot& h, double per_unit) {
-      if (!h.counts.empty()) f.histograms.push_back(ToHistogramSample(h, per_unit, labels));
-    };
-    hist(request_hist, s.request_hist, 1e9);
-    hist(queue_hist, s.queue_hist, 1e9);
-    hist(infer_hist, s.compute_infer_hist, 1e9);
-    hist(batch_hist, s.batch_size_hist, 1);
-  }
-  for (const auto& [name, n] : load_failures) models.insert(name);
-  for (const auto& name : models) {
-    auto it = load_failures.find(name);
-    const double n = it == load_failures.end() ? 0 : static_cast<double>(it->second);
-    failures.samples.push_back(Sample{{{"model", name}}, n});
-  }
-
+  ModelFamilySet f = EmptyModelFamilies();
+  for (const auto& v : versions) AddVersion(v, f);
+  AddLoadFailures(versions, load_failures, f.failures);
   std::vector<MetricFamily> out;
-  for (auto* f :
-       {&success, &failure, &count, &exec, &pending, &load, &request_us, &queue_us, &input_us,
-        &infer_us, &output_us, &request_hist, &queue_hist, &infer_hist, &batch_hist, &failures}) {
-    out.push_back(std::move(*f));
+  for (MetricFamily* m :
+       {&f.success, &f.failure, &f.count, &f.exec, &f.pending, &f.load, &f.request_us, &f.queue_us,
+        &f.input_us, &f.infer_us, &f.output_us, &f.request_hist, &f.queue_hist, &f.infer_hist,
+        &f.batch_hist, &f.failures}) {
+    out.push_back(std::move(*m));
   }
   return out;
 }

@@ -176,7 +176,7 @@ class Service::Impl {
   MetricsRegistry& metrics_;
   std::vector<RouteEntry> routes_;
   std::vector<::grpc::Service*> grpc_services_;
-  Readiness ready_ = [](std::function<void(bool)> answer) { answer(true); };
+  Readiness ready_ = [](const std::function<void(bool)>& answer) { answer(true); };
   boost::asio::thread_pool compute_;
   std::unique_ptr<http::HttpServer> http_;
   std::unique_ptr<::grpc::Server> grpc_;
@@ -185,28 +185,29 @@ class Service::Impl {
 
 Service::Service(ServiceOptions options)
     : impl_(std::make_unique<Impl>(std::move(options), metrics_)) {
-  Route("GET", "/health/live", [](Request, Responder r) {
+  Route("GET", "/health/live", [](const Request&, const Responder& r) {
     r->Send(http::HttpResponse{200, "application/json", {}, "{\"live\":true}"});
   });
-  Route("GET", "/health/ready", [this](Request, Responder r) {
-    impl_->ready_([r](bool ready) {
+  Route("GET", "/health/ready", [this](const Request&, Responder r) {
+    impl_->ready_([r = std::move(r)](bool ready) {
       r->Send(http::HttpResponse{ready ? 200 : 503,
                                  "application/json",
                                  {},
                                  ready ? "{\"ready\":true}" : "{\"ready\":false}"});
     });
   });
-  Route("GET", "/metrics", [this](Request, Responder r) {
+  Route("GET", "/metrics", [this](const Request&, const Responder& r) {
     r->Send(http::HttpResponse{200, metrics::kTextContentType, {}, metrics_.RenderText()});
   });
 }
 
 Service::~Service() { Stop(std::chrono::milliseconds(0)); }
 
-void Service::Route(std::string method, std::string pattern, Handler handler, std::string route) {
-  impl_->routes_.push_back(Impl::RouteEntry{std::move(method), Split(pattern),
-                                            route.empty() ? pattern : std::move(route),
-                                            std::move(handler)});
+void Service::Route(std::string method, const std::string& pattern, Handler handler,
+                    std::string route) {
+  if (route.empty()) route = pattern;
+  impl_->routes_.push_back(
+      Impl::RouteEntry{std::move(method), Split(pattern), std::move(route), std::move(handler)});
 }
 
 void Service::AddGrpcService(::grpc::Service* service) { impl_->grpc_services_.push_back(service); }

@@ -74,7 +74,8 @@ class Service {
   // `pattern` is a path whose segments are literals or "{}" (one non-empty
   // segment, handed to the handler in Request::params); `route` names it in
   // metrics (default: the pattern).
-  void Route(std::string method, std::string pattern, Handler handler, std::string route = "");
+  void Route(std::string method, const std::string& pattern, Handler handler,
+             std::string route = "");
   // Not owned; must outlive the service.
   void AddGrpcService(::grpc::Service* service);
   // /health/ready asks `ready`, which answers through its callback, once,

@@ -16,6 +16,7 @@ std::shared_ptr<RepositorySource> MakeRepositorySource(
     const std::vector<std::string>& repositories) {
   if (repositories.size() == 1) return MakeOne(repositories[0]);
   std::vector<std::unique_ptr<RepositorySource>> children;
+  children.reserve(repositories.size());
   for (const auto& repository : repositories) children.push_back(MakeOne(repository));
   return std::make_shared<CompositeRepositorySource>(std::move(children));
 }

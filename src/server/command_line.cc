@@ -33,8 +33,192 @@ StatusOr<T> ParseInt(const std::string& flag, const std::string& v, T min, T max
   return out;
 }
 
+using Setter = std::function<Status(const std::string& flag, const std::string& value)>;
+
+// Setters of the flag table: each parses the value into `target`, which
+// must outlive the table.
+Setter Boolean(bool& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    auto b = ParseBool(f, v);
+    if (!b.ok()) return b.status();
+    target = *b;
+    return Status::Ok();
+  };
+}
+
+// An integer in [min, max], stored as T (which holds that range).
+template <typename T>
+Setter Integer(T& target, int64_t min, int64_t max) {
+  return [&target, min, max](const std::string& f, const std::string& v) {
+    auto n = ParseInt<int64_t>(f, v, min, max);
+    if (!n.ok()) return n.status();
+    target = static_cast<T>(*n);
+    return Status::Ok();
+  };
+}
+
+Setter String(std::string& target) {
+  return [&target](const std::string&, const std::string& v) {
+    target = v;
+    return Status::Ok();
+  };
+}
+
+// A repeatable flag: each occurrence adds one value.
+Setter Append(std::vector<std::string>& target) {
+  return [&target](const std::string&, const std::string& v) {
+    target.push_back(v);
+    return Status::Ok();
+  };
+}
+
+Setter ControlMode(ModelControlMode& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    if (strcasecmp(v.c_str(), "none") == 0)
+      target = ModelControlMode::kNone;
+    else if (strcasecmp(v.c_str(), "poll") == 0)
+      target = ModelControlMode::kPoll;
+    else if (strcasecmp(v.c_str(), "explicit") == 0)
+      target = ModelControlMode::kExplicit;
+    else
+      return InvalidArgument("--" + f + " must be none, poll or explicit, got '" + v + "'");
+    return Status::Ok();
+  };
+}
+
+Setter LatencyBuckets(std::vector<double>& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    auto b = metrics::ParseLatencyBuckets(f, v);
+    if (!b.ok()) return b.status();
+    target = std::move(*b);
+    return Status::Ok();
+  };
+}
+
+Setter Restricted(RestrictedApis& target) {
+  return [&target](const std::string& f, const std::string& v) { return target.Add(f, v); };
+}
+
+// Every flag (without "--") and where it goes in `cl`, which must outlive
+// the table.
+std::map<std::string, Setter> FlagTable(CommandLine& cl) {
+  ServerOptions& s = cl.server;
+  return {
+      {"model-repository", Append(s.repositories)},
+      {"model-store", Append(s.repositories)},
+      {"model-control-mode", ControlMode(s.control_mode)},
+      {"load-model", Append(s.startup_models)},
+      {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
+      {"strict-readiness", Boolean(s.strict_readiness)},
+      {"exit-on-error", Boolean(s.exit_on_error)},
+      {"exit-timeout-secs", Integer(cl.exit_timeout_secs, 0, 86400)},
+      {"drain-delay-secs", Integer(cl.drain_delay_secs, 0, 86400)},
+      {"allow-client-shm", Boolean(s.allow_client_shm)},
+      {"id", String(s.id)},
+      {"backend-directory", String(s.backend_directory)},
+      {"allow-http", Boolean(cl.allow_http)},
+      {"http-address", String(cl.http.address)},
+      {"http-port", Integer(cl.http.port, 0, 65535)},
+      {"http-thread-count", Integer(cl.http.threads, 1, 256)},
+      {"http-idle-timeout-secs", Integer(cl.http.idle_timeout_secs, 1, 86400)},
+      {"http-max-input-size", Integer(cl.http.max_body_bytes, 1, int64_t{1} << 40)},
+      {"http-header-timeout-secs", Integer(cl.http.header_timeout_secs, 1, 86400)},
+      {"http-body-timeout-secs", Integer(cl.http.body_timeout_secs, 1, 86400)},
+      {"http-max-connections", Integer(cl.http.max_connections, 1, 1 << 20)},
+      {"http-max-json-depth", Integer(cl.http_max_json_depth, 1, 10000)},
+      {"http-max-header-size", Integer(cl.http.max_header_bytes, 1024, int64_t{1} << 30)},
+      {"http-max-chunks", Integer(cl.http.max_chunks, 1, int64_t{1} << 40)},
+      {"max-request-inputs", Integer(s.request_limits.max_inputs, 1, int64_t{1} << 30)},
+      {"max-request-outputs", Integer(s.request_limits.max_outputs, 1, int64_t{1} << 30)},
+      {"max-bytes-elements", Integer(s.request_limits.max_bytes_elements, 1, int64_t{1} << 40)},
+      {"grpc-max-message-size", Integer(cl.grpc.max_message_bytes, 1024, INT_MAX)},
+      {"grpc-max-concurrent-streams", Integer(cl.grpc.max_concurrent_streams, 1, INT_MAX)},
+      {"grpc-idle-timeout-secs", Integer(cl.grpc.idle_timeout_secs, 1, 86400)},
+      {"grpc-handshake-timeout-secs", Integer(cl.grpc.handshake_timeout_secs, 1, 86400)},
+      {"http-use-ssl", Boolean(cl.http.tls.enabled)},
+      {"http-server-cert", String(cl.http.tls.cert_file)},
+      {"http-server-key", String(cl.http.tls.key_file)},
+      {"http-root-cert", String(cl.http.tls.root_file)},
+      {"http-use-ssl-mutual", Boolean(cl.http.tls.mutual)},
+      {"grpc-use-ssl", Boolean(cl.grpc.tls.enabled)},
+      {"grpc-server-cert", String(cl.grpc.tls.cert_file)},
+      {"grpc-server-key", String(cl.grpc.tls.key_file)},
+      {"grpc-root-cert", String(cl.grpc.tls.root_file)},
+      {"grpc-use-ssl-mutual", Boolean(cl.grpc.tls.mutual)},
+      {"http-restricted-api", Restricted(cl.http_restricted)},
+      {"grpc-restricted-protocol", Restricted(cl.grpc.restricted)},
+      {"allow-grpc", Boolean(cl.allow_grpc)},
+      {"grpc-address", String(cl.grpc.address)},
+      {"grpc-port", Integer(cl.grpc.port, 0, 65535)},
+      {"grpc-keepalive-time", Integer(cl.grpc.keepalive_time_ms, 1, INT_MAX)},
+      {"grpc-keepalive-timeout", Integer(cl.grpc.keepalive_timeout_ms, 1, INT_MAX)},
+      {"grpc-keepalive-permit-without-calls", Boolean(cl.grpc.keepalive_permit_without_calls)},
+      {"grpc-http2-max-pings-without-data",
+       Integer(cl.grpc.http2_max_pings_without_data, 0, INT_MAX)},
+      {"grpc-http2-min-recv-ping-interval-without-data",
+       Integer(cl.grpc.http2_min_recv_ping_interval_without_data_ms, 0, INT_MAX)},
+      {"grpc-http2-max-ping-strikes", Integer(cl.grpc.http2_max_ping_strikes, 0, INT_MAX)},
+      {"allow-metrics", Boolean(cl.allow_metrics)},
+      {"metrics-address", String(cl.metrics_address)},
+      {"metrics-port", Integer(cl.metrics_port, 0, 65535)},
+      {"metrics-interval-ms", Integer(cl.metrics_interval_ms, 1, 3600000)},
+      {"metrics-latency-buckets", LatencyBuckets(s.histograms.latency_buckets_s)},
+      {"log-verbose", Integer(cl.log.verbose, 0, 100)},
+      {"log-info", Boolean(cl.log.info)},
+      {"log-warning", Boolean(cl.log.warning)},
+      {"log-error", Boolean(cl.log.error)},
+  };
+}
+
+// Applies `args` (--name=value or --name value) through `flags`; --help and
+// -h set cl.help.
+Status ApplyArgs(const std::vector<std::string>& args, const std::map<std::string, Setter>& flags,
+                 CommandLine& cl) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      cl.help = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + a + "'");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    auto it = flags.find(name);
+    if (it == flags.end()) return InvalidArgument("unknown flag '--" + name + "' (see --help)");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return InvalidArgument("flag '--" + name + "' needs a value");
+      value = args[++i];
+    }
+    INFERD_RETURN_IF_ERROR(it->second(name, value));
+  }
+  return Status::Ok();
+}
+
+// What must hold across flags, and the settings other flags imply.
+Status CheckAndDerive(CommandLine& cl) {
+  if (cl.server.repositories.empty()) {
+    return InvalidArgument("--model-repository is required (see --help)");
+  }
+  if (!cl.server.startup_models.empty() && cl.server.control_mode != ModelControlMode::kExplicit) {
+    return InvalidArgument(
+        "Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
+  }
+  // Mutual TLS implies TLS (as in Triton).
+  if (cl.http.tls.mutual) cl.http.tls.enabled = true;
+  if (cl.grpc.tls.mutual) cl.grpc.tls.enabled = true;
+  if (cl.server.control_mode != ModelControlMode::kPoll) cl.server.repository_poll_secs = 0;
+  if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
+  return Status::Ok();
+}
+
 }  // namespace
 
+// NOLINTNEXTLINE(readability-function-size): the --help text, one line per flag.
 std::string CommandLineUsage() {
   return R"(Usage: inferd --model-repository=<path> [options]
 
@@ -137,196 +321,11 @@ Logging (stderr; docs: README.md)
 StatusOr<CommandLine> ParseCommandLine(const std::vector<std::string>& args) {
   CommandLine cl;
   cl.server.exit_on_error = false;
-  using Setter = std::function<Status(const std::string& flag, const std::string& value)>;
-  auto boolean = [](bool& target) -> Setter {
-    return [&target](const std::string& f, const std::string& v) {
-      auto b = ParseBool(f, v);
-      if (!b.ok()) return b.status();
-      target = *b;
-      return Status::Ok();
-    };
-  };
-  auto integer = [](int& target, int min, int max) -> Setter {
-    return [&target, min, max](const std::string& f, const std::string& v) {
-      auto n = ParseInt<int>(f, v, min, max);
-      if (!n.ok()) return n.status();
-      target = *n;
-      return Status::Ok();
-    };
-  };
-  auto string = [](std::string& target) -> Setter {
-    return [&target](const std::string&, const std::string& v) {
-      target = v;
-      return Status::Ok();
-    };
-  };
-  auto size = [](size_t& target) -> Setter {
-    return [&target](const std::string& f, const std::string& v) {
-      auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 30);
-      if (!n.ok()) return n.status();
-      target = static_cast<size_t>(*n);
-      return Status::Ok();
-    };
-  };
-  int http_port = 8000;
-  int json_depth = 100;
-  std::map<std::string, Setter> flags = {
-      {"model-repository",
-       [&](auto&, auto& v) {
-         cl.server.repositories.push_back(v);
-         return Status::Ok();
-       }},
-      {"model-store",
-       [&](auto&, auto& v) {
-         cl.server.repositories.push_back(v);
-         return Status::Ok();
-       }},
-      {"model-control-mode",
-       [&](const std::string& f, const std::string& v) {
-         if (strcasecmp(v.c_str(), "none") == 0)
-           cl.server.control_mode = ModelControlMode::kNone;
-         else if (strcasecmp(v.c_str(), "poll") == 0)
-           cl.server.control_mode = ModelControlMode::kPoll;
-         else if (strcasecmp(v.c_str(), "explicit") == 0)
-           cl.server.control_mode = ModelControlMode::kExplicit;
-         else
-           return InvalidArgument("--" + f + " must be none, poll or explicit, got '" + v + "'");
-         return Status::Ok();
-       }},
-      {"load-model",
-       [&](auto&, auto& v) {
-         cl.server.startup_models.push_back(v);
-         return Status::Ok();
-       }},
-      {"repository-poll-secs", integer(cl.server.repository_poll_secs, 0, 86400)},
-      {"strict-readiness", boolean(cl.server.strict_readiness)},
-      {"exit-on-error", boolean(cl.server.exit_on_error)},
-      {"exit-timeout-secs", integer(cl.exit_timeout_secs, 0, 86400)},
-      {"drain-delay-secs", integer(cl.drain_delay_secs, 0, 86400)},
-      {"allow-client-shm", boolean(cl.server.allow_client_shm)},
-      {"id", string(cl.server.id)},
-      {"backend-directory", string(cl.server.backend_directory)},
-      {"allow-http", boolean(cl.allow_http)},
-      {"http-address", string(cl.http.address)},
-      {"http-port", integer(http_port, 0, 65535)},
-      {"http-thread-count", integer(cl.http.threads, 1, 256)},
-      {"http-idle-timeout-secs", integer(cl.http.idle_timeout_secs, 1, 86400)},
-      {"http-max-input-size",
-       [&](const std::string& f, const std::string& v) {
-         auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 40);
-         if (!n.ok()) return n.status();
-         cl.http.max_body_bytes = static_cast<size_t>(*n);
-         return Status::Ok();
-       }},
-      {"http-header-timeout-secs", integer(cl.http.header_timeout_secs, 1, 86400)},
-      {"http-body-timeout-secs", integer(cl.http.body_timeout_secs, 1, 86400)},
-      {"http-max-connections", integer(cl.http.max_connections, 1, 1 << 20)},
-      {"http-max-json-depth", integer(json_depth, 1, 10000)},
-      {"http-max-header-size",
-       [&](const std::string& f, const std::string& v) {
-         auto n = ParseInt<int64_t>(f, v, 1024, int64_t{1} << 30);
-         if (!n.ok()) return n.status();
-         cl.http.max_header_bytes = static_cast<size_t>(*n);
-         return Status::Ok();
-       }},
-      {"http-max-chunks",
-       [&](const std::string& f, const std::string& v) {
-         auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 40);
-         if (!n.ok()) return n.status();
-         cl.http.max_chunks = static_cast<uint64_t>(*n);
-         return Status::Ok();
-       }},
-      {"max-request-inputs", size(cl.server.request_limits.max_inputs)},
-      {"max-request-outputs", size(cl.server.request_limits.max_outputs)},
-      {"max-bytes-elements",
-       [&](const std::string& f, const std::string& v) {
-         auto n = ParseInt<int64_t>(f, v, 1, int64_t{1} << 40);
-         if (!n.ok()) return n.status();
-         cl.server.request_limits.max_bytes_elements = static_cast<uint64_t>(*n);
-         return Status::Ok();
-       }},
-      {"grpc-max-message-size", integer(cl.grpc.max_message_bytes, 1024, INT_MAX)},
-      {"grpc-max-concurrent-streams", integer(cl.grpc.max_concurrent_streams, 1, INT_MAX)},
-      {"grpc-idle-timeout-secs", integer(cl.grpc.idle_timeout_secs, 1, 86400)},
-      {"grpc-handshake-timeout-secs", integer(cl.grpc.handshake_timeout_secs, 1, 86400)},
-      {"http-use-ssl", boolean(cl.http.tls.enabled)},
-      {"http-server-cert", string(cl.http.tls.cert_file)},
-      {"http-server-key", string(cl.http.tls.key_file)},
-      {"http-root-cert", string(cl.http.tls.root_file)},
-      {"http-use-ssl-mutual", boolean(cl.http.tls.mutual)},
-      {"grpc-use-ssl", boolean(cl.grpc.tls.enabled)},
-      {"grpc-server-cert", string(cl.grpc.tls.cert_file)},
-      {"grpc-server-key", string(cl.grpc.tls.key_file)},
-      {"grpc-root-cert", string(cl.grpc.tls.root_file)},
-      {"grpc-use-ssl-mutual", boolean(cl.grpc.tls.mutual)},
-      {"http-restricted-api",
-       [&](const std::string& f, const std::string& v) { return cl.http_restricted.Add(f, v); }},
-      {"grpc-restricted-protocol",
-       [&](const std::string& f, const std::string& v) { return cl.grpc.restricted.Add(f, v); }},
-      {"allow-grpc", boolean(cl.allow_grpc)},
-      {"grpc-address", string(cl.grpc.address)},
-      {"grpc-port", integer(cl.grpc.port, 0, 65535)},
-      {"grpc-keepalive-time", integer(cl.grpc.keepalive_time_ms, 1, INT_MAX)},
-      {"grpc-keepalive-timeout", integer(cl.grpc.keepalive_timeout_ms, 1, INT_MAX)},
-      {"grpc-keepalive-permit-without-calls", boolean(cl.grpc.keepalive_permit_without_calls)},
-      {"grpc-http2-max-pings-without-data",
-       integer(cl.grpc.http2_max_pings_without_data, 0, INT_MAX)},
-      {"grpc-http2-min-recv-ping-interval-without-data",
-       integer(cl.grpc.http2_min_recv_ping_interval_without_data_ms, 0, INT_MAX)},
-      {"grpc-http2-max-ping-strikes", integer(cl.grpc.http2_max_ping_strikes, 0, INT_MAX)},
-      {"allow-metrics", boolean(cl.allow_metrics)},
-      {"metrics-address", string(cl.metrics_address)},
-      {"metrics-port", integer(cl.metrics_port, 0, 65535)},
-      {"metrics-interval-ms", integer(cl.metrics_interval_ms, 1, 3600000)},
-      {"metrics-latency-buckets",
-       [&](const std::string& f, const std::string& v) {
-         auto b = metrics::ParseLatencyBuckets(f, v);
-         if (!b.ok()) return b.status();
-         cl.server.histograms.latency_buckets_s = std::move(*b);
-         return Status::Ok();
-       }},
-      {"log-verbose", integer(cl.log.verbose, 0, 100)},
-      {"log-info", boolean(cl.log.info)},
-      {"log-warning", boolean(cl.log.warning)},
-      {"log-error", boolean(cl.log.error)},
-  };
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      cl.help = true;
-      continue;
-    }
-    if (a.rfind("--", 0) != 0) return InvalidArgument("unexpected argument '" + a + "'");
-    std::string name = a.substr(2), value;
-    bool has_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    auto it = flags.find(name);
-    if (it == flags.end()) return InvalidArgument("unknown flag '--" + name + "' (see --help)");
-    if (!has_value) {
-      if (i + 1 >= args.size()) return InvalidArgument("flag '--" + name + "' needs a value");
-      value = args[++i];
-    }
-    INFERD_RETURN_IF_ERROR(it->second(name, value));
-  }
-  cl.http.port = static_cast<uint16_t>(http_port);
-  cl.http_max_json_depth = static_cast<size_t>(json_depth);
+  cl.http.port = 8000;
+  cl.http_max_json_depth = 100;
+  INFERD_RETURN_IF_ERROR(ApplyArgs(args, FlagTable(cl), cl));
   if (cl.help) return cl;
-  if (cl.server.repositories.empty()) {
-    return InvalidArgument("--model-repository is required (see --help)");
-  }
-  if (!cl.server.startup_models.empty() && cl.server.control_mode != ModelControlMode::kExplicit) {
-    return InvalidArgument(
-        "Use of '--load-model' requires setting '--model-control-mode=explicit' as well.");
-  }
-  // Mutual TLS implies TLS (as in Triton).
-  if (cl.http.tls.mutual) cl.http.tls.enabled = true;
-  if (cl.grpc.tls.mutual) cl.grpc.tls.enabled = true;
-  if (cl.server.control_mode != ModelControlMode::kPoll) cl.server.repository_poll_secs = 0;
-  if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
+  INFERD_RETURN_IF_ERROR(CheckAndDerive(cl));
   return cl;
 }
 

@@ -38,6 +38,11 @@ void NoExtraArgs(const Options& o, size_t n) {
     throw CliError{kUsage, "unexpected argument '" + o.args[n] + "' after " + o.command};
 }
 
+// The error of a shape that is not D1,D2,... (each D a non-negative integer).
+CliError BadShape(const std::string& shape, const std::string& input) {
+  return CliError{kUsage, "input " + input + ": bad shape '" + shape + "' (want D1,D2,...)"};
+}
+
 std::vector<int64_t> ParseShape(const std::string& s, const std::string& input) {
   std::vector<int64_t> dims;
   std::stringstream ss(s);
@@ -49,8 +54,7 @@ std::vector<int64_t> ParseShape(const std::string& s, const std::string& input) 
       v = std::stoll(d, &used);
     } catch (const std::exception&) {
     }
-    if (used != d.size() || v < 0)
-      throw CliError{kUsage, "input " + input + ": bad shape '" + s + "' (want D1,D2,...)"};
+    if (used != d.size() || v < 0) throw BadShape(s, input);
     dims.push_back(v);
   }
   return dims;

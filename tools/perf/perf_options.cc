@@ -1,6 +1,7 @@
 #include "perf_options.h"
 
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -50,6 +51,95 @@ void ParseRange(const std::string& s, double& a, double& b, double& step) {
   if (a <= 0 || b < a || step <= 0) Usage("bad range '" + s + "'");
 }
 
+// --shape NAME:D1,D2: the dims (without batch) of input NAME.
+void AddShape(const std::string& s, Options& o) {
+  const auto colon = s.find(':');
+  if (colon == std::string::npos) Usage("--shape needs NAME:D1,D2");
+  std::vector<int64_t> dims;
+  std::stringstream ss(s.substr(colon + 1));
+  std::string d;
+  while (std::getline(ss, d, ',')) dims.push_back(std::stoll(d));
+  o.shapes[s.substr(0, colon)] = dims;
+}
+
+// Applies flag `a` to `o`; `value` returns the flag's value (and ends the
+// process when it has none). Unknown flags and bad values end the process
+// through Usage; std::sto* throw invalid_argument or out_of_range.
+void ApplyFlag(const std::string& a, const std::function<std::string()>& value, Options& o,
+               bool& url_set) {
+  if (a == "-m")
+    o.model = value();
+  else if (a == "-x")
+    o.version = value();
+  else if (a == "-u") {
+    o.url = value();
+    url_set = true;
+  } else if (a == "-i")
+    o.protocol = value();
+  else if (a == "-b")
+    o.batch = std::stoi(value());
+  else if (a == "--concurrency-range") {
+    double s, e, d;
+    ParseRange(value(), s, e, d);
+    o.c_start = int(s);
+    o.c_end = int(e);
+    o.c_step = int(d);
+  } else if (a == "--request-rate-range") {
+    ParseRange(value(), o.r_start, o.r_end, o.r_step);
+    o.rate_mode = true;
+  } else if (a == "--request-distribution") {
+    const std::string d = value();
+    if (d != "constant" && d != "poisson")
+      Usage("--request-distribution must be constant or poisson");
+    o.poisson = d == "poisson";
+  } else if (a == "--measurement-interval" || a == "-p")
+    o.interval_ms = std::stoi(value());
+  else if (a == "--percentile")
+    o.percentile = std::stod(value());
+  else if (a == "--stability-percentage" || a == "-s")
+    o.stability = std::stod(value()) / 100;
+  else if (a == "--max-trials" || a == "-r")
+    o.max_trials = std::stoi(value());
+  else if (a == "--warmup-ms")
+    o.warmup_ms = std::stoi(value());
+  else if (a == "--max-threads")
+    o.max_threads = std::stoi(value());
+  else if (a == "--input-data")
+    o.input_data = value();
+  else if (a == "--shape")
+    AddShape(value(), o);
+  else if (a == "--streaming")
+    o.streaming = true;
+  else if (a == "-f")
+    o.csv = value();
+  else if (a == "--json")
+    o.json = true;
+  else if (a == "--plot")
+    o.plot = value();
+  else if (a == "--shared-memory") {
+    o.shared_memory = value();
+    if (o.shared_memory != "none" && o.shared_memory != "system")
+      Usage("--shared-memory must be none or system");
+  } else if (a == "--output-shared-memory-size")
+    o.output_shm_size = std::stoull(value());
+  else if (a == "-h" || a == "--help")
+    Usage("");
+  else
+    Usage("unknown flag '" + a + "'");
+}
+
+// What must hold across flags, and the defaults that depend on others.
+void CheckOptions(Options& o, bool url_set) {
+  if (o.model.empty()) Usage("-m MODEL is required");
+  if (o.protocol != "http" && o.protocol != "grpc") Usage("-i must be http or grpc");
+  if (o.protocol == "grpc" && !url_set) o.url = "localhost:8001";
+  if (o.streaming && o.protocol != "grpc") Usage("--streaming needs -i grpc");
+  if (o.batch < 1 || o.interval_ms < 100 || o.percentile < 0 || o.percentile > 100) {
+    Usage("bad -b, --measurement-interval or --percentile");
+  }
+  if (o.warmup_ms < 0) o.warmup_ms = o.interval_ms;
+}
+
 }  // namespace
 
 Options ParseOptions(int argc, char** argv) {
@@ -68,86 +158,14 @@ Options ParseOptions(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "-m")
-        o.model = value();
-      else if (a == "-x")
-        o.version = value();
-      else if (a == "-u") {
-        o.url = value();
-        url_set = true;
-      } else if (a == "-i")
-        o.protocol = value();
-      else if (a == "-b")
-        o.batch = std::stoi(value());
-      else if (a == "--concurrency-range") {
-        double s, e, d;
-        ParseRange(value(), s, e, d);
-        o.c_start = int(s);
-        o.c_end = int(e);
-        o.c_step = int(d);
-      } else if (a == "--request-rate-range") {
-        ParseRange(value(), o.r_start, o.r_end, o.r_step);
-        o.rate_mode = true;
-      } else if (a == "--request-distribution") {
-        const std::string d = value();
-        if (d != "constant" && d != "poisson")
-          Usage("--request-distribution must be constant or poisson");
-        o.poisson = d == "poisson";
-      } else if (a == "--measurement-interval" || a == "-p")
-        o.interval_ms = std::stoi(value());
-      else if (a == "--percentile")
-        o.percentile = std::stod(value());
-      else if (a == "--stability-percentage" || a == "-s")
-        o.stability = std::stod(value()) / 100;
-      else if (a == "--max-trials" || a == "-r")
-        o.max_trials = std::stoi(value());
-      else if (a == "--warmup-ms")
-        o.warmup_ms = std::stoi(value());
-      else if (a == "--max-threads")
-        o.max_threads = std::stoi(value());
-      else if (a == "--input-data")
-        o.input_data = value();
-      else if (a == "--shape") {
-        const std::string s = value();
-        const auto colon = s.find(':');
-        if (colon == std::string::npos) Usage("--shape needs NAME:D1,D2");
-        std::vector<int64_t> dims;
-        std::stringstream ss(s.substr(colon + 1));
-        std::string d;
-        while (std::getline(ss, d, ',')) dims.push_back(std::stoll(d));
-        o.shapes[s.substr(0, colon)] = dims;
-      } else if (a == "--streaming")
-        o.streaming = true;
-      else if (a == "-f")
-        o.csv = value();
-      else if (a == "--json")
-        o.json = true;
-      else if (a == "--plot")
-        o.plot = value();
-      else if (a == "--shared-memory") {
-        o.shared_memory = value();
-        if (o.shared_memory != "none" && o.shared_memory != "system")
-          Usage("--shared-memory must be none or system");
-      } else if (a == "--output-shared-memory-size")
-        o.output_shm_size = std::stoull(value());
-      else if (a == "-h" || a == "--help")
-        Usage("");
-      else
-        Usage("unknown flag '" + a + "'");
+      ApplyFlag(a, value, o, url_set);
     } catch (const std::invalid_argument&) {
       Usage("flag " + a + " needs a number");
     } catch (const std::out_of_range&) {
       Usage("flag " + a + " is out of range");
     }
   }
-  if (o.model.empty()) Usage("-m MODEL is required");
-  if (o.protocol != "http" && o.protocol != "grpc") Usage("-i must be http or grpc");
-  if (o.protocol == "grpc" && !url_set) o.url = "localhost:8001";
-  if (o.streaming && o.protocol != "grpc") Usage("--streaming needs -i grpc");
-  if (o.batch < 1 || o.interval_ms < 100 || o.percentile < 0 || o.percentile > 100) {
-    Usage("bad -b, --measurement-interval or --percentile");
-  }
-  if (o.warmup_ms < 0) o.warmup_ms = o.interval_ms;
+  CheckOptions(o, url_set);
   return o;
 }
 

@@ -40,12 +40,13 @@ class StreamTransport : public Transport {
  public:
   StreamTransport(const std::string& url, std::shared_ptr<const client::InferRequest> req)
       : client_(url), req_(std::move(req)) {
-    stream_ = client_.StartStream([this](client::ClientStatus st, client::InferResult r) {
-      std::lock_guard<std::mutex> lock(mu_);
-      last_error_ = !st.ok ? st.message : r.error;
-      done_ = true;
-      cv_.notify_one();
-    });
+    stream_ =
+        client_.StartStream([this](const client::ClientStatus& st, const client::InferResult& r) {
+          std::lock_guard<std::mutex> lock(mu_);
+          last_error_ = !st.ok ? st.message : r.error;
+          done_ = true;
+          cv_.notify_one();
+        });
   }
   ~StreamTransport() override { (void)stream_->Close(); }
   bool Infer(std::string& error) override {
