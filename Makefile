@@ -91,7 +91,7 @@ fuzz: deps
 # ThreadSanitizer: the scheduler and front-end tests (unit tests, and the
 # gRPC C++ and Python end-to-end tests against the TSan-built inferd, which
 # halts on a race).
-TSAN_TESTS = 'Scheduler|Batch|Sequence|Ensemble|InferCodec|Compression|Grpc|grpc_|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble)$$'
+TSAN_TESTS = 'Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble)$$'
 # 20 MiB each way through gRPC is a size test, not a concurrency one: under
 # TSan's instrumented copies it runs past its 180 s timeout (ASan covers it).
 TSAN_SKIP = 'LargeMessagesBeyondGrpcDefaultLimit'
