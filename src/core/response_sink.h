@@ -18,10 +18,12 @@
 // model's scheduler inside a PendingRequest (wrapped once more by the
 // reorder buffer under preserve_ordering), and the batch runner, or the
 // ensemble acting for the request, signals it. A decorator forwards the
-// signals in order and lets its inner sink go after the final one. A sink
-// keeps whatever it needs (a call, a connection) alive by shared
-// ownership, never by borrowing. Responses are moved into the sink, which
-// may keep or drop them.
+// signals in order and lets its inner sink go after the final one. A
+// front-end sink keeps what it needs (a call, a connection) alive by shared
+// ownership; a sink that points at something longer-lived (the in-flight
+// tracker, an ensemble's scheduler) relies on it waiting for its requests
+// before it goes (Stop). Responses are moved into the sink, which may keep
+// or drop them.
 //
 // Threading: calls for one request never overlap (its producer orders them)
 // but may come from different threads, one after another; the final signal
@@ -33,8 +35,9 @@
 //
 // Errors: a call after the final signal is a bug in the producer;
 // implementations ignore it. A sink destroyed without a final signal is
-// also a producer bug; the server's in-flight decorator (inflight_tracker.h)
-// then finishes the request with INTERNAL so no client waits forever.
+// also a producer bug; the server's decorators (inflight_tracker.h, and the
+// reorder buffer, scheduler/response_order.h) then finish the request with
+// INTERNAL, so no client, and no later request, waits forever.
 //
 // Adding a response path: derive from InferResponseSink (0..N responses)
 // or from SingleResponseSink<Derived> (consumers of exactly one response),
