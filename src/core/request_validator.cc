@@ -48,10 +48,7 @@ Status ValidateInputData(const ModelSpec& spec, const InferInput& in, const Requ
   return Status::Ok();
 }
 
-}  // namespace
-
-Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const RequestLimits& limits) {
-  INFERD_RETURN_IF_ERROR(ApplyReservedParameters(request));
+Status CheckCounts(const InferRequest& request, const RequestLimits& limits) {
   if (request.inputs.size() > limits.max_inputs) {
     return InvalidArgument("the request has " + std::to_string(request.inputs.size()) +
                            " inputs, more than the limit of " + std::to_string(limits.max_inputs) +
@@ -62,7 +59,54 @@ Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const Reque
                            " outputs, more than the limit of " +
                            std::to_string(limits.max_outputs) + " (--max-request-outputs)");
   }
+  return Status::Ok();
+}
+
+// Name, datatype and shape of one input against its spec. With batching,
+// `batch` carries the batch size the inputs agree on (-1 before the first).
+Status CheckInput(const ModelSpec& spec, const TensorSpec& ts, const InferInput& in,
+                  int64_t& batch) {
+  if (in.datatype != ts.datatype) {
+    return InvalidArgument("inference input " + Quote(in.name) + " data-type is " +
+                           Quote(DataTypeToProtocol(in.datatype)) + ", but model " +
+                           Quote(spec.name) + " expects " + Quote(DataTypeToProtocol(ts.datatype)));
+  }
+  for (int64_t d : in.shape) {
+    if (d < 0) {
+      return InvalidArgument("input " + Quote(in.name) + ": shape " + ShapeToString(in.shape) +
+                             " has a negative dimension");
+    }
+  }
   const bool batching = spec.max_batch_size > 0;
+  std::span<const int64_t> item_shape(in.shape);
+  if (batching) {
+    if (in.shape.empty()) {
+      return InvalidArgument("input " + Quote(in.name) +
+                             ": shape must start with the batch dimension for model " +
+                             Quote(spec.name));
+    }
+    const int64_t b = in.shape[0];
+    if (batch >= 0 && b != batch) {
+      return InvalidArgument("input " + Quote(in.name) + " has batch size " + std::to_string(b) +
+                             " but other inputs have " + std::to_string(batch));
+    }
+    batch = b;
+    item_shape = item_shape.subspan(1);
+  }
+  if (!ShapeMatches(item_shape, ts.dims)) {
+    Shape expected = ts.dims;
+    if (batching) expected.insert(expected.begin(), -1);
+    return InvalidArgument("unexpected shape for input " + Quote(in.name) + " for model " +
+                           Quote(spec.name) + ". Expected " + ShapeToString(expected) + ", got " +
+                           ShapeToString(in.shape));
+  }
+  return Status::Ok();
+}
+
+// Every input known, given once, well-formed; every required input present.
+// Returns the batch size the inputs agree on (-1 without batching inputs).
+StatusOr<int64_t> CheckInputs(const ModelSpec& spec, const InferRequest& request,
+                              const RequestLimits& limits) {
   std::set<std::string_view> seen;
   int64_t batch = -1;
   for (const auto& in : request.inputs) {
@@ -74,40 +118,7 @@ Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const Reque
     if (!seen.insert(in.name).second) {
       return InvalidArgument("input " + Quote(in.name) + " appears more than once");
     }
-    if (in.datatype != ts->datatype) {
-      return InvalidArgument("inference input " + Quote(in.name) + " data-type is " +
-                             Quote(DataTypeToProtocol(in.datatype)) + ", but model " +
-                             Quote(spec.name) + " expects " +
-                             Quote(DataTypeToProtocol(ts->datatype)));
-    }
-    for (int64_t d : in.shape) {
-      if (d < 0) {
-        return InvalidArgument("input " + Quote(in.name) + ": shape " + ShapeToString(in.shape) +
-                               " has a negative dimension");
-      }
-    }
-    std::span<const int64_t> item_shape(in.shape);
-    if (batching) {
-      if (in.shape.empty()) {
-        return InvalidArgument("input " + Quote(in.name) +
-                               ": shape must start with the batch dimension for model " +
-                               Quote(spec.name));
-      }
-      const int64_t b = in.shape[0];
-      if (batch >= 0 && b != batch) {
-        return InvalidArgument("input " + Quote(in.name) + " has batch size " + std::to_string(b) +
-                               " but other inputs have " + std::to_string(batch));
-      }
-      batch = b;
-      item_shape = item_shape.subspan(1);
-    }
-    if (!ShapeMatches(item_shape, ts->dims)) {
-      Shape expected = ts->dims;
-      if (batching) expected.insert(expected.begin(), -1);
-      return InvalidArgument("unexpected shape for input " + Quote(in.name) + " for model " +
-                             Quote(spec.name) + ". Expected " + ShapeToString(expected) + ", got " +
-                             ShapeToString(in.shape));
-    }
+    INFERD_RETURN_IF_ERROR(CheckInput(spec, *ts, in, batch));
     INFERD_RETURN_IF_ERROR(ValidateInputData(spec, in, limits));
   }
   for (const auto& ts : spec.inputs) {
@@ -116,16 +127,10 @@ Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const Reque
                              " is missing from the request");
     }
   }
-  if (batching) {
-    if (batch < 1 || batch > spec.max_batch_size) {
-      return InvalidArgument(
-          "inference request batch-size must be <= " + std::to_string(spec.max_batch_size) +
-          " for " + Quote(spec.name) + " (and >= 1), got " + std::to_string(batch));
-    }
-    request.batch_size = batch;
-  } else {
-    request.batch_size = 0;
-  }
+  return batch;
+}
+
+Status CheckOutputs(const ModelSpec& spec, const InferRequest& request) {
   std::set<std::string_view> outs;
   for (const auto& out : request.outputs) {
     if (spec.FindOutput(out.name) == nullptr) {
@@ -137,6 +142,26 @@ Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const Reque
     }
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRequest(const ModelSpec& spec, InferRequest& request, const RequestLimits& limits) {
+  INFERD_RETURN_IF_ERROR(ApplyReservedParameters(request));
+  INFERD_RETURN_IF_ERROR(CheckCounts(request, limits));
+  auto batch = CheckInputs(spec, request, limits);
+  if (!batch.ok()) return batch.status();
+  if (spec.max_batch_size > 0) {
+    if (*batch < 1 || *batch > spec.max_batch_size) {
+      return InvalidArgument(
+          "inference request batch-size must be <= " + std::to_string(spec.max_batch_size) +
+          " for " + Quote(spec.name) + " (and >= 1), got " + std::to_string(*batch));
+    }
+    request.batch_size = *batch;
+  } else {
+    request.batch_size = 0;
+  }
+  return CheckOutputs(spec, request);
 }
 
 }  // namespace inferd

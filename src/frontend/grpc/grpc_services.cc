@@ -74,7 +74,7 @@ StatusOr<Parameters> RepositoryParameters(
 
 // Finishes a call from the control plane's answer (any thread).
 ControlPlane::Done FinishWith(::grpc::ServerUnaryReactor* reactor) {
-  return [reactor](Status s) { reactor->Finish(ToGrpcStatus(s)); };
+  return [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); };
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
   }
 }
 
-void HttpApi::Handle(HttpRequest req, std::shared_ptr<HttpResponder> responder) {
+void HttpApi::Handle(HttpRequest req, const std::shared_ptr<HttpResponder>& responder) {
   if (!options_.restricted.empty()) {
     if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
       Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
@@ -236,13 +236,15 @@ void HttpApi::RepositoryIndex(const HttpRequest& req, const PathParams& p, const
 void HttpApi::RepositoryLoad(const HttpRequest& req, const PathParams& p, const Responder& r) {
   auto params = RepositoryParameters(req);
   if (!params.ok()) return r->Send(FromStatus(params.status()));
-  server_.control().Load(p.repo, p.model, *params, [r](Status s) { r->Send(StatusResponse(s)); });
+  server_.control().Load(p.repo, p.model, *params,
+                         [r](const Status& s) { r->Send(StatusResponse(s)); });
 }
 
 void HttpApi::RepositoryUnload(const HttpRequest& req, const PathParams& p, const Responder& r) {
   auto params = RepositoryParameters(req);
   if (!params.ok()) return r->Send(FromStatus(params.status()));
-  server_.control().Unload(p.repo, p.model, *params, [r](Status s) { r->Send(StatusResponse(s)); });
+  server_.control().Unload(p.repo, p.model, *params,
+                           [r](const Status& s) { r->Send(StatusResponse(s)); });
 }
 
 // ---- shared memory (through the control plane) ---------------------------------------

@@ -39,7 +39,7 @@ struct HttpApiOptions {
 class HttpApi {
  public:
   HttpApi(InferenceServer& server, HttpApiOptions options);
-  void Handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
+  void Handle(HttpRequest request, const std::shared_ptr<HttpResponder>& responder);
 
  private:
   using Responder = std::shared_ptr<HttpResponder>;

@@ -33,7 +33,7 @@ void HttpApi::CudaShmRegister(const HttpRequest& req, const PathParams& p, const
   if (!handle) return fail("'raw_handle.b64' is not valid base64");
   server_.control().RegisterCudaShm(p.region, std::move(*handle), d["device_id"].GetInt64(),
                                     d["byte_size"].GetUint64(),
-                                    [r](Status s) { r->Send(StatusResponse(s)); });
+                                    [r](const Status& s) { r->Send(StatusResponse(s)); });
 }
 
 }  // namespace inferd::http

@@ -48,9 +48,10 @@ void Store(char* out, size_t i, T value) {
   std::memcpy(out + i * sizeof(T), &value, sizeof(T));
 }
 
-// Converts JSON `data` into a request-owned buffer of the input's type.
-Status DecodeJsonData(const Value& data, InferInput& input, InferRequest& request,
-                      const DecodeLimits& limits) {
+// Checks JSON `data` against the input's shape (and the nesting limit)
+// before anything is allocated for it; returns the element count.
+StatusOr<uint64_t> CountJsonData(const Value& data, const InferInput& input,
+                                 const DecodeLimits& limits) {
   const std::string& name = input.name;
   if (input.datatype == DataType::kFp16 || input.datatype == DataType::kBf16) {
     return InvalidArgument("receiving " + std::string(DataTypeToProtocol(input.datatype)) +
@@ -76,82 +77,100 @@ Status DecodeJsonData(const Value& data, InferInput& input, InferRequest& reques
                            " expects " + std::to_string(*expected) + " elements but 'data' has " +
                            std::to_string(count));
   }
-  const DataType t = input.datatype;
-  if (t == DataType::kBytes) {
-    if (count > limits.max_bytes_elements) {
-      return InvalidArgument("input " + Q(name) + ": " + std::to_string(count) +
-                             " BYTES elements exceed the limit of " +
-                             std::to_string(limits.max_bytes_elements) + " (--max-bytes-elements)");
-    }
-    std::string serialised;
-    Status st;
-    auto fn = [&](const Value& e) {
-      if (!st.ok()) return;
-      if (!e.IsString()) {
-        st = InvalidArgument("input " + Q(name) + ": BYTES elements must be JSON strings");
-        return;
-      }
-      AppendBytesElement(serialised, std::string_view(e.GetString(), e.GetStringLength()));
-    };
-    ForEachLeaf(data, fn);
-    if (!st.ok()) return st;
-    char* buf = request.Allocate(serialised.size());
-    if (!serialised.empty()) std::memcpy(buf, serialised.data(), serialised.size());
-    input.data = BufferView{buf, serialised.size(), MemoryType::kCpu, 0};
-    return Status::Ok();
+  if (input.datatype == DataType::kBytes && count > limits.max_bytes_elements) {
+    return InvalidArgument("input " + Q(name) + ": " + std::to_string(count) +
+                           " BYTES elements exceed the limit of " +
+                           std::to_string(limits.max_bytes_elements) + " (--max-bytes-elements)");
   }
-  const size_t esize = DataTypeByteSize(t);
-  const size_t bytes = count * esize;  // count is bounded by the JSON text size
+  return count;
+}
+
+// BYTES elements (JSON strings), serialised with their length prefixes.
+Status DecodeJsonBytes(const Value& data, InferInput& input, InferRequest& request) {
+  std::string serialised;
+  Status st;
+  auto fn = [&](const Value& e) {
+    if (!st.ok()) return;
+    if (!e.IsString()) {
+      st = InvalidArgument("input " + Q(input.name) + ": BYTES elements must be JSON strings");
+      return;
+    }
+    AppendBytesElement(serialised, std::string_view(e.GetString(), e.GetStringLength()));
+  };
+  ForEachLeaf(data, fn);
+  if (!st.ok()) return st;
+  char* buf = request.Allocate(serialised.size());
+  if (!serialised.empty()) std::memcpy(buf, serialised.data(), serialised.size());
+  input.data = BufferView{buf, serialised.size(), MemoryType::kCpu, 0};
+  return Status::Ok();
+}
+
+// Stores JSON element `e` as element `i` of type `t` in `buf`. Returns
+// nullptr, or what the element should have been ("" for a datatype JSON
+// data cannot have).
+const char* StoreJsonElement(const Value& e, DataType t, char* buf, size_t i) {
+  switch (t) {
+    case DataType::kBool:
+      if (!e.IsBool()) return "true or false";
+      Store<uint8_t>(buf, i, e.GetBool() ? 1 : 0);
+      return nullptr;
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32:
+    case DataType::kUint64: {
+      if (!e.IsUint64()) return "a non-negative integer";
+      const uint64_t u = e.GetUint64();
+      if (t == DataType::kUint8) Store<uint8_t>(buf, i, static_cast<uint8_t>(u));
+      if (t == DataType::kUint16) Store<uint16_t>(buf, i, static_cast<uint16_t>(u));
+      if (t == DataType::kUint32) Store<uint32_t>(buf, i, static_cast<uint32_t>(u));
+      if (t == DataType::kUint64) Store<uint64_t>(buf, i, u);
+      return nullptr;
+    }
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64: {
+      if (!e.IsInt64()) return "an integer";
+      const int64_t s = e.GetInt64();
+      if (t == DataType::kInt8) Store<int8_t>(buf, i, static_cast<int8_t>(s));
+      if (t == DataType::kInt16) Store<int16_t>(buf, i, static_cast<int16_t>(s));
+      if (t == DataType::kInt32) Store<int32_t>(buf, i, static_cast<int32_t>(s));
+      if (t == DataType::kInt64) Store<int64_t>(buf, i, s);
+      return nullptr;
+    }
+    case DataType::kFp32:
+      if (!e.IsNumber()) return "a number";
+      Store<float>(buf, i, static_cast<float>(e.GetDouble()));
+      return nullptr;
+    case DataType::kFp64:
+      if (!e.IsNumber()) return "a number";
+      Store<double>(buf, i, e.GetDouble());
+      return nullptr;
+    default:
+      return "";
+  }
+}
+
+// Converts JSON `data` into a request-owned buffer of the input's type.
+Status DecodeJsonData(const Value& data, InferInput& input, InferRequest& request,
+                      const DecodeLimits& limits) {
+  auto count = CountJsonData(data, input, limits);
+  if (!count.ok()) return count.status();
+  const DataType t = input.datatype;
+  if (t == DataType::kBytes) return DecodeJsonBytes(data, input, request);
+  const size_t bytes = *count * DataTypeByteSize(t);  // count is bounded by the JSON text size
   char* buf = request.Allocate(bytes);
   size_t i = 0;
   Status st;
-  const char* type_name = DataTypeToProtocol(t).data();
-  auto bad = [&](const char* want) {
-    st = InvalidArgument("input " + Q(name) + ": element " + std::to_string(i) + " of " +
-                         type_name + " data must be " + want);
-  };
   auto fn = [&](const Value& e) {
     if (!st.ok()) return;
-    switch (t) {
-      case DataType::kBool:
-        if (!e.IsBool()) return bad("true or false");
-        Store<uint8_t>(buf, i, e.GetBool() ? 1 : 0);
-        break;
-      case DataType::kUint8:
-      case DataType::kUint16:
-      case DataType::kUint32:
-      case DataType::kUint64: {
-        if (!e.IsUint64()) return bad("a non-negative integer");
-        const uint64_t u = e.GetUint64();
-        if (t == DataType::kUint8) Store<uint8_t>(buf, i, static_cast<uint8_t>(u));
-        if (t == DataType::kUint16) Store<uint16_t>(buf, i, static_cast<uint16_t>(u));
-        if (t == DataType::kUint32) Store<uint32_t>(buf, i, static_cast<uint32_t>(u));
-        if (t == DataType::kUint64) Store<uint64_t>(buf, i, u);
-        break;
-      }
-      case DataType::kInt8:
-      case DataType::kInt16:
-      case DataType::kInt32:
-      case DataType::kInt64: {
-        if (!e.IsInt64()) return bad("an integer");
-        const int64_t s = e.GetInt64();
-        if (t == DataType::kInt8) Store<int8_t>(buf, i, static_cast<int8_t>(s));
-        if (t == DataType::kInt16) Store<int16_t>(buf, i, static_cast<int16_t>(s));
-        if (t == DataType::kInt32) Store<int32_t>(buf, i, static_cast<int32_t>(s));
-        if (t == DataType::kInt64) Store<int64_t>(buf, i, s);
-        break;
-      }
-      case DataType::kFp32:
-        if (!e.IsNumber()) return bad("a number");
-        Store<float>(buf, i, static_cast<float>(e.GetDouble()));
-        break;
-      case DataType::kFp64:
-        if (!e.IsNumber()) return bad("a number");
-        Store<double>(buf, i, e.GetDouble());
-        break;
-      default:
-        st = InvalidArgument("input " + Q(name) + ": unsupported datatype");
-        return;
+    if (const char* want = StoreJsonElement(e, t, buf, i)) {
+      st = *want == '\0'
+               ? InvalidArgument("input " + Q(input.name) + ": unsupported datatype")
+               : InvalidArgument("input " + Q(input.name) + ": element " + std::to_string(i) +
+                                 " of " + std::string(DataTypeToProtocol(t)) + " data must be " +
+                                 want);
+      return;
     }
     ++i;
   };
@@ -244,40 +263,216 @@ size_t JsonNestingDepth(const char* data, size_t size, size_t limit) {
   return max_depth;
 }
 
-StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
-                                          std::optional<size_t> header_length,
-                                          const std::string& model_name, int64_t model_version,
-                                          const DecodeLimits& limits,
-                                          const SharedMemoryManager* shm) {
-  const size_t json_len = header_length.value_or(body->size());
-  if (json_len > body->size()) {
+namespace {
+
+// The checks made on the JSON header before it is parsed (size, NUL bytes,
+// nesting), then the parse.
+Status ParseRequestJson(const std::string& body, size_t json_len, const DecodeLimits& limits,
+                        rapidjson::Document& doc) {
+  if (json_len > body.size()) {
     return InvalidArgument("Inference-Header-Content-Length " + std::to_string(json_len) +
-                           " is larger than the request body (" + std::to_string(body->size()) +
+                           " is larger than the request body (" + std::to_string(body.size()) +
                            " bytes)");
   }
   if (json_len == 0) {
     return InvalidArgument("the request body is empty; expected a JSON inference request");
   }
-  if (std::memchr(body->data(), '\0', json_len) != nullptr) {
+  if (std::memchr(body.data(), '\0', json_len) != nullptr) {
     return InvalidArgument(
         "the request JSON contains a NUL byte (binary data needs "
         "Inference-Header-Content-Length)");
   }
   // Nesting: one level for the request object, inputs array, input object,
   // data array, then the tensor's own nesting.
-  if (JsonNestingDepth(body->data(), json_len, limits.max_json_depth + 4) >
+  if (JsonNestingDepth(body.data(), json_len, limits.max_json_depth + 4) >
       limits.max_json_depth + 4) {
     return InvalidArgument("request JSON is nested deeper than " +
                            std::to_string(limits.max_json_depth) + " levels");
   }
-  rapidjson::Document doc;
-  doc.Parse<kParseFlags>(body->data(), json_len);
+  doc.Parse<kParseFlags>(body.data(), json_len);
   if (doc.HasParseError()) {
     return InvalidArgument("failed to parse the request JSON: " +
                            std::string(rapidjson::GetParseError_En(doc.GetParseError())) +
                            " (at byte " + std::to_string(doc.GetErrorOffset()) + ")");
   }
   if (!doc.IsObject()) return InvalidArgument("the request JSON must be an object");
+  return Status::Ok();
+}
+
+// What decoding the inputs shares: the body and where its next unread
+// binary byte is, the request being built, the shared-memory regions.
+struct InputDecoder {
+  const std::string& body;
+  size_t offset;  // next unread binary byte
+  InferRequest& req;
+  const std::string& model_name;
+  const DecodeLimits& limits;
+  const SharedMemoryManager* shm;
+};
+
+// Name, datatype and shape of one input.
+Status DecodeInputHeader(const Value& in, InferInput& input) {
+  if (!in.IsObject()) return InvalidArgument("each element of 'inputs' must be an object");
+  if (!in.HasMember("name") || !in["name"].IsString()) {
+    return InvalidArgument("an input has no 'name' string");
+  }
+  input.name.assign(in["name"].GetString(), in["name"].GetStringLength());
+  const std::string where = "input " + Q(input.name);
+  if (!in.HasMember("datatype") || !in["datatype"].IsString()) {
+    return InvalidArgument(where + " has no 'datatype' string");
+  }
+  input.datatype = DataTypeFromProtocol(in["datatype"].GetString());
+  if (input.datatype == DataType::kInvalid) {
+    return InvalidArgument(where + " has unknown datatype " + Q(in["datatype"].GetString()));
+  }
+  if (!in.HasMember("shape") || !in["shape"].IsArray()) {
+    return InvalidArgument(where + " has no 'shape' array");
+  }
+  for (const auto& d : in["shape"].GetArray()) {
+    if (d.IsInt64() && d.GetInt64() < 0) {
+      return InvalidArgument(where + ": shape dimensions must be non-negative, got " +
+                             std::to_string(d.GetInt64()));
+    }
+    if (!d.IsInt64()) {
+      return InvalidArgument(where + ": shape dimensions must be integers");
+    }
+    input.shape.push_back(d.GetInt64());
+  }
+  return Status::Ok();
+}
+
+// The input's data, from exactly one source: JSON 'data', binary bytes
+// after the header, or a shared-memory region.
+Status DecodeInputData(const Value& in, InferInput& input, InputDecoder& d) {
+  const std::string where = "input " + Q(input.name);
+  const Value* params = in.HasMember("parameters") ? &in["parameters"] : nullptr;
+  if (params && !params->IsObject()) {
+    return InvalidArgument(where + ": 'parameters' must be an object");
+  }
+  const bool has_data = in.HasMember("data");
+  const bool has_binary = params && params->HasMember("binary_data_size");
+  const bool has_shm = params && HasSharedMemory(*params);
+  if (int(has_data) + int(has_binary) + int(has_shm) != 1) {
+    std::string set;
+    if (has_data) set += " 'data'";
+    if (has_binary) set += " 'binary_data_size'";
+    if (has_shm) set += " 'shared_memory_region'";
+    return InvalidArgument(where +
+                           ": input must set only one of the following fields: 'data', "
+                           "'binary_data_size' in 'parameters', 'shared_memory_region' in "
+                           "'parameters'. But " +
+                           (set.empty() ? std::string("no field is set") : "set" + set));
+  }
+  if (has_data) return DecodeJsonData(in["data"], input, d.req, d.limits);
+  if (has_shm) {
+    auto ref = ResolveSharedMemoryParams(*params, where, d.shm);
+    if (!ref.ok()) return ref.status();
+    auto view = SharedMemoryInputView(*ref, where, d.req);
+    if (!view.ok()) return view.status();
+    input.data = *view;
+    return Status::Ok();
+  }
+  auto size = GetUint(*params, "binary_data_size", where);
+  if (!size.ok()) return size.status();
+  if (*size > d.body.size() - d.offset) {
+    return InvalidArgument("unexpected size for input " + Q(input.name) + ", expecting " +
+                           std::to_string(*size) + " additional bytes for model " +
+                           Q(d.model_name) + " but only " +
+                           std::to_string(d.body.size() - d.offset) + " remain in the body");
+  }
+  input.data =
+      BufferView{d.body.data() + d.offset, static_cast<size_t>(*size), MemoryType::kCpu, 0};
+  d.offset += *size;
+  return Status::Ok();
+}
+
+Status DecodeInputs(const Value& inputs, InputDecoder& d) {
+  if (!inputs.IsArray()) return InvalidArgument("request 'inputs' must be an array");
+  if (inputs.Size() > d.limits.max_inputs) {
+    return InvalidArgument("the request has " + std::to_string(inputs.Size()) +
+                           " inputs, more than the limit of " +
+                           std::to_string(d.limits.max_inputs) + " (--max-request-inputs)");
+  }
+  for (const auto& in : inputs.GetArray()) {
+    InferInput input;
+    INFERD_RETURN_IF_ERROR(DecodeInputHeader(in, input));
+    INFERD_RETURN_IF_ERROR(DecodeInputData(in, input, d));
+    d.req.inputs.push_back(std::move(input));
+  }
+  if (d.offset != d.body.size()) {
+    return InvalidArgument("unexpected additional input data for model " + Q(d.model_name) + ": " +
+                           std::to_string(d.body.size() - d.offset) +
+                           " bytes follow the declared binary inputs");
+  }
+  return Status::Ok();
+}
+
+// One requested output's parameters: binary_data, classification,
+// shared_memory_*.
+Status DecodeOutputParameters(const Value& p, RequestedOutput& ro, OutputEncoding& enc,
+                              const SharedMemoryManager* shm) {
+  const std::string where = "output " + Q(ro.name);
+  if (!p.IsObject()) return InvalidArgument(where + ": 'parameters' must be an object");
+  if (p.HasMember("binary_data")) {
+    if (!p["binary_data"].IsBool()) {
+      return InvalidArgument(where + ": 'binary_data' must be a boolean");
+    }
+    enc.binary[ro.name] = p["binary_data"].GetBool();
+  }
+  if (p.HasMember("classification")) {
+    auto k = GetUint(p, "classification", where);
+    if (!k.ok()) return k.status();
+    if (*k > UINT32_MAX) return InvalidArgument(where + ": 'classification' is too large");
+    ro.classification = static_cast<uint32_t>(*k);
+  }
+  if (!HasSharedMemory(p)) return Status::Ok();
+  if (enc.binary[ro.name]) {
+    return InvalidArgument("Output can't set both 'shared_memory_region' and 'binary_data' (" +
+                           where + ")");
+  }
+  if (ro.classification > 0) {
+    return InvalidArgument("Output can't set both 'shared_memory_region' and 'classification' (" +
+                           where + ")");
+  }
+  auto ref = ResolveSharedMemoryParams(p, where, shm);
+  if (!ref.ok()) return ref.status();
+  enc.shared_memory[ro.name] = std::move(*ref);
+  return Status::Ok();
+}
+
+Status DecodeOutputs(const Value& outputs, const DecodeLimits& limits,
+                     const SharedMemoryManager* shm, DecodedInfer& out) {
+  if (!outputs.IsArray()) return InvalidArgument("request 'outputs' must be an array");
+  if (outputs.Size() > limits.max_outputs) {
+    return InvalidArgument("the request asks for " + std::to_string(outputs.Size()) +
+                           " outputs, more than the limit of " +
+                           std::to_string(limits.max_outputs) + " (--max-request-outputs)");
+  }
+  for (const auto& o : outputs.GetArray()) {
+    if (!o.IsObject() || !o.HasMember("name") || !o["name"].IsString()) {
+      return InvalidArgument("each requested output needs a 'name' string");
+    }
+    RequestedOutput ro;
+    ro.name.assign(o["name"].GetString(), o["name"].GetStringLength());
+    out.encoding.binary[ro.name] = false;
+    if (o.HasMember("parameters")) {
+      INFERD_RETURN_IF_ERROR(DecodeOutputParameters(o["parameters"], ro, out.encoding, shm));
+    }
+    out.request->outputs.push_back(std::move(ro));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<DecodedInfer> DecodeInferRequest(const std::shared_ptr<const std::string>& body,
+                                          std::optional<size_t> header_length,
+                                          const std::string& model_name, int64_t model_version,
+                                          const DecodeLimits& limits,
+                                          const SharedMemoryManager* shm) {
+  const size_t json_len = header_length.value_or(body->size());
+  rapidjson::Document doc;
+  INFERD_RETURN_IF_ERROR(ParseRequestJson(*body, json_len, limits, doc));
 
   DecodedInfer out;
   out.request = std::make_unique<InferRequest>();
@@ -294,150 +489,15 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
     INFERD_RETURN_IF_ERROR(DecodeRequestParameters(doc["parameters"], req, out.encoding));
   }
   if (!doc.HasMember("inputs")) return InvalidArgument("request JSON has no 'inputs' array");
-  const Value& inputs = doc["inputs"];
-  if (!inputs.IsArray()) return InvalidArgument("request 'inputs' must be an array");
-  if (inputs.Size() > limits.max_inputs) {
-    return InvalidArgument("the request has " + std::to_string(inputs.Size()) +
-                           " inputs, more than the limit of " + std::to_string(limits.max_inputs) +
-                           " (--max-request-inputs)");
-  }
-
-  size_t offset = json_len;  // next unread binary byte
-  for (const auto& in : inputs.GetArray()) {
-    if (!in.IsObject()) return InvalidArgument("each element of 'inputs' must be an object");
-    if (!in.HasMember("name") || !in["name"].IsString()) {
-      return InvalidArgument("an input has no 'name' string");
-    }
-    InferInput input;
-    input.name.assign(in["name"].GetString(), in["name"].GetStringLength());
-    const std::string where = "input " + Q(input.name);
-    if (!in.HasMember("datatype") || !in["datatype"].IsString()) {
-      return InvalidArgument(where + " has no 'datatype' string");
-    }
-    input.datatype = DataTypeFromProtocol(in["datatype"].GetString());
-    if (input.datatype == DataType::kInvalid) {
-      return InvalidArgument(where + " has unknown datatype " + Q(in["datatype"].GetString()));
-    }
-    if (!in.HasMember("shape") || !in["shape"].IsArray()) {
-      return InvalidArgument(where + " has no 'shape' array");
-    }
-    for (const auto& d : in["shape"].GetArray()) {
-      if (d.IsInt64() && d.GetInt64() < 0) {
-        return InvalidArgument(where + ": shape dimensions must be non-negative, got " +
-                               std::to_string(d.GetInt64()));
-      }
-      if (!d.IsInt64()) {
-        return InvalidArgument(where + ": shape dimensions must be integers");
-      }
-      input.shape.push_back(d.GetInt64());
-    }
-    const Value* params = in.HasMember("parameters") ? &in["parameters"] : nullptr;
-    if (params && !params->IsObject())
-      return InvalidArgument(where + ": 'parameters' must be an object");
-    const bool has_data = in.HasMember("data");
-    const bool has_binary = params && params->HasMember("binary_data_size");
-    const bool has_shm = params && HasSharedMemory(*params);
-    const int sources = int(has_data) + int(has_binary) + int(has_shm);
-    if (sources != 1) {
-      std::string set;
-      if (has_data) set += " 'data'";
-      if (has_binary) set += " 'binary_data_size'";
-      if (has_shm) set += " 'shared_memory_region'";
-      return InvalidArgument(where +
-                             ": input must set only one of the following fields: 'data', "
-                             "'binary_data_size' in 'parameters', 'shared_memory_region' in "
-                             "'parameters'. But " +
-                             (set.empty() ? std::string("no field is set") : "set" + set));
-    }
-    if (has_shm) {
-      auto ref = ResolveSharedMemoryParams(*params, where, shm);
-      if (!ref.ok()) return ref.status();
-      auto view = SharedMemoryInputView(*ref, where, req);
-      if (!view.ok()) return view.status();
-      input.data = *view;
-    } else if (has_binary) {
-      auto size = GetUint(*params, "binary_data_size", where);
-      if (!size.ok()) return size.status();
-      if (*size > body->size() - offset) {
-        return InvalidArgument("unexpected size for input " + Q(input.name) + ", expecting " +
-                               std::to_string(*size) + " additional bytes for model " +
-                               Q(model_name) + " but only " +
-                               std::to_string(body->size() - offset) + " remain in the body");
-      }
-      input.data =
-          BufferView{body->data() + offset, static_cast<size_t>(*size), MemoryType::kCpu, 0};
-      offset += *size;
-    } else {
-      INFERD_RETURN_IF_ERROR(DecodeJsonData(in["data"], input, req, limits));
-    }
-    req.inputs.push_back(std::move(input));
-  }
-  if (offset != body->size()) {
-    return InvalidArgument("unexpected additional input data for model " + Q(model_name) + ": " +
-                           std::to_string(body->size() - offset) +
-                           " bytes follow the declared binary inputs");
-  }
-
+  InputDecoder decoder{*body, json_len, req, model_name, limits, shm};
+  INFERD_RETURN_IF_ERROR(DecodeInputs(doc["inputs"], decoder));
   if (doc.HasMember("outputs")) {
-    const Value& outputs = doc["outputs"];
-    if (!outputs.IsArray()) return InvalidArgument("request 'outputs' must be an array");
-    if (outputs.Size() > limits.max_outputs) {
-      return InvalidArgument("the request asks for " + std::to_string(outputs.Size()) +
-                             " outputs, more than the limit of " +
-                             std::to_string(limits.max_outputs) + " (--max-request-outputs)");
-    }
-    for (const auto& o : outputs.GetArray()) {
-      if (!o.IsObject() || !o.HasMember("name") || !o["name"].IsString()) {
-        return InvalidArgument("each requested output needs a 'name' string");
-      }
-      RequestedOutput ro;
-      ro.name.assign(o["name"].GetString(), o["name"].GetStringLength());
-      bool binary = false;
-      if (o.HasMember("parameters")) {
-        const Value& p = o["parameters"];
-        if (!p.IsObject())
-          return InvalidArgument("output " + Q(ro.name) + ": 'parameters' must be an object");
-        if (p.HasMember("binary_data")) {
-          if (!p["binary_data"].IsBool()) {
-            return InvalidArgument("output " + Q(ro.name) + ": 'binary_data' must be a boolean");
-          }
-          binary = p["binary_data"].GetBool();
-        }
-        if (p.HasMember("classification")) {
-          auto k = GetUint(p, "classification", "output " + Q(ro.name));
-          if (!k.ok()) return k.status();
-          if (*k > UINT32_MAX) {
-            return InvalidArgument("output " + Q(ro.name) + ": 'classification' is too large");
-          }
-          ro.classification = static_cast<uint32_t>(*k);
-        }
-        if (HasSharedMemory(p)) {
-          const std::string where = "output " + Q(ro.name);
-          if (binary) {
-            return InvalidArgument(
-                "Output can't set both 'shared_memory_region' and "
-                "'binary_data' (" +
-                where + ")");
-          }
-          if (ro.classification > 0) {
-            return InvalidArgument(
-                "Output can't set both 'shared_memory_region' and "
-                "'classification' (" +
-                where + ")");
-          }
-          auto ref = ResolveSharedMemoryParams(p, where, shm);
-          if (!ref.ok()) return ref.status();
-          out.encoding.shared_memory[ro.name] = std::move(*ref);
-        }
-      }
-      out.encoding.binary[ro.name] = binary;
-      req.outputs.push_back(std::move(ro));
-    }
+    INFERD_RETURN_IF_ERROR(DecodeOutputs(doc["outputs"], limits, shm, out));
   }
   return out;
 }
 
-StatusOr<DecodedInfer> DecodeRawBinaryRequest(std::shared_ptr<const std::string> body,
+StatusOr<DecodedInfer> DecodeRawBinaryRequest(const std::shared_ptr<const std::string>& body,
                                               const ModelSpec& spec, int64_t model_version) {
   if (spec.inputs.size() != 1) {
     return InvalidArgument(

@@ -56,7 +56,7 @@ struct DecodedInfer {
 // neutral types (json_parameters.h), keys untouched: the core checks and
 // applies the reserved ones; the codec only reads a boolean
 // binary_data_output for the output encoding.
-StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> body,
+StatusOr<DecodedInfer> DecodeInferRequest(const std::shared_ptr<const std::string>& body,
                                           std::optional<size_t> header_length,
                                           const std::string& model_name, int64_t model_version,
                                           const DecodeLimits& limits,
@@ -66,7 +66,7 @@ StatusOr<DecodedInfer> DecodeInferRequest(std::shared_ptr<const std::string> bod
 // whole body is the data of the model's only input; its shape comes from
 // the config (one variable dimension at most, derived from the byte count;
 // BYTES bodies are one element). Every output is returned binary.
-StatusOr<DecodedInfer> DecodeRawBinaryRequest(std::shared_ptr<const std::string> body,
+StatusOr<DecodedInfer> DecodeRawBinaryRequest(const std::shared_ptr<const std::string>& body,
                                               const ModelSpec& spec, int64_t model_version);
 
 struct EncodedResponse {
