@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/log.h"
+#include "core/sanitize.h"
 #include "repository/model_preparation.h"
 #include "repository/repository_scan.h"
 
@@ -137,6 +139,8 @@ Status ModelManager::Apply(const ModelPlan& plan, const SourceModels& source,
 }
 
 Status ModelManager::ApplyFailure(const std::string& name, const std::string& reason) {
+  INFERD_VLOG(1) << "model '" << EscapeControl(name)
+                 << "' failed to load: " << EscapeControl(reason);
   {
     MutexLock lock(mu_);
     ++load_failures_[name];
@@ -156,6 +160,9 @@ void ModelManager::ApplyUnload(const ModelPlan& plan) {
     MarkUnloaded(it->second.status);
     if (plan.action == ModelAction::kForget) models_.erase(it);
   }
+  INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' "
+                 << (plan.action == ModelAction::kForget ? "left the repository: unloaded"
+                                                         : "unloaded");
   Retire(std::move(retired));
 }
 
@@ -184,8 +191,18 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
       results.emplace(v, directory.status());
       continue;
     }
-    results.emplace(v, ModelVersion::Load(config, *directory, v, *options_.registry, options_.clock,
-                                          options_.histograms, options_.ensemble_infer));
+    INFERD_VLOG(1) << "loading model '" << EscapeControl(plan.name) << "' version " << v << " from "
+                   << EscapeControl(*directory);
+    auto loaded = ModelVersion::Load(config, *directory, v, *options_.registry, options_.clock,
+                                     options_.histograms, options_.ensemble_infer);
+    if (loaded.ok()) {
+      INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
+                     << " is READY (loaded in " << (*loaded)->load_seconds() << " s)";
+    } else {
+      INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
+                     << " failed to load: " << EscapeControl(loaded.status().message());
+    }
+    results.emplace(v, std::move(loaded));
   }
   return results;
 }
@@ -213,6 +230,8 @@ Status ModelManager::Commit(const ModelPlan& plan, const std::string& fingerprin
     for (int64_t v : plan.retire) {
       auto it = rec.runtimes.find(v);
       if (it == rec.runtimes.end()) continue;
+      INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
+                     << " is no longer wanted: unloaded";
       retired.push_back(std::move(it->second));
       rec.runtimes.erase(it);
     }

@@ -308,7 +308,9 @@ Metrics (Prometheus, GET /metrics; docs/metrics.md)
                                  (default 0.00005,0.0001,0.00025,...,2.5,5,10)
 
 Logging (stderr; docs: README.md)
-  --log-verbose=<n>              verbose messages up to level n (default 0: none)
+  --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model
+                                 loads and unloads, start-up and shutdown steps; 2: also
+                                 every HTTP request
   --log-info=<bool>              informational messages (default true); the "listening on"
                                  lines are printed regardless
   --log-warning=<bool>           warnings (default true)

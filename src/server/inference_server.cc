@@ -192,6 +192,12 @@ Status InferenceServer::UnloadModel(const std::string& name) {
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request,
                             std::unique_ptr<InferResponseSink> sink) {
+  // Front ends check the name before decoding (an unknown or malformed name
+  // is the answer whatever the body holds); checked here too, so that no
+  // path reaches the models without it.
+  if (Status name = ControlPlane::CheckModelName(request->model_name); !name.ok()) {
+    return sink->Finish(std::move(name));
+  }
   auto mv = manager_->Get(request->model_name, request->model_version);
   if (!mv.ok()) return sink->Finish(mv.status());
   Status valid = ValidateRequest((*mv)->spec(), *request, options_.request_limits);

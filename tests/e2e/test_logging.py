@@ -63,9 +63,19 @@ class LogLevelsTest(unittest.TestCase):
         self.assertIn("inferd: verbose: model repository: " + self.repo, lines)
         self.assertIn("inferd: verbose: gRPC: every call finished", lines)
         self.assertIn("inferd: verbose: HTTP: no longer accepting connections", lines)
+        # The model manager's steps, as they happen.
+        self.assertHasLine(lines, "inferd: verbose: loading model 'simple' version 1 from ")
+        self.assertHasLine(lines, "inferd: verbose: model 'simple' version 1 is READY (loaded in ")
+        self.assertHasLine(lines, "inferd: verbose: model 'broken' version 1 failed to load: ")
+        # Requests are level 2.
+        self.assertNoLine(lines, "inferd: verbose: HTTP GET")
         # The levels below stay on.
         self.assertHasLine(lines, "inferd: warning: model 'broken' is UNAVAILABLE: ")
         self.assertEqual(lines[-1], "inferd: stopped")
+
+    def test_verbose_level_two_shows_each_http_request(self):
+        lines = self.run_server("--log-verbose=2")
+        self.assertIn("inferd: verbose: HTTP GET /v2/models/simple/ready", lines)
 
     def test_info_off_keeps_the_listening_lines(self):
         lines = self.run_server("--log-info=false", server_class=harness.GrpcServer)

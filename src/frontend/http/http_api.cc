@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/log.h"
 #include "core/sanitize.h"
 #include "core/version_string.h"
 #include "frontend/http/compression.h"
@@ -76,6 +77,8 @@ HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
 }
 
 void HttpApi::Handle(HttpRequest req, const std::shared_ptr<HttpResponder>& responder) {
+  INFERD_VLOG(2) << "HTTP " << EscapeControl(Bounded(req.method)) << " "
+                 << EscapeControl(Bounded(req.path));
   if (!options_.restricted.empty()) {
     if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
       Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
