@@ -101,8 +101,9 @@ Status StartHttp(const CommandLine& cl, InferenceServer& server, Services& s) {
   api_options.restricted = cl.http_restricted;
   s.api = std::make_unique<http::HttpApi>(server, api_options);
   s.http = std::make_unique<http::HttpServer>(
-      cl.http, [a = s.api.get()](http::HttpRequest r, std::shared_ptr<http::HttpResponder> out) {
-        a->Handle(std::move(r), std::move(out));
+      cl.http,
+      [a = s.api.get()](http::HttpRequest r, const std::shared_ptr<http::HttpResponder>& out) {
+        a->Handle(std::move(r), out);
       });
   INFERD_RETURN_IF_ERROR(s.http->Start());
   LogAlways("HTTP listening on " + cl.http.address + ":" + std::to_string(s.http->port()));
