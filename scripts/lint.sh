@@ -65,7 +65,9 @@ def digest(path):
 for f in files:
     e = db.get(f)
     h = hashlib.sha256(os.environ["LINT_VERSION"].encode())
-    h.update((e or {}).get("command", "").encode())
+    # The checkout's location is not part of the key: another clone of the
+    # same sources (CI's) reuses what passed.
+    h.update((e or {}).get("command", "").replace(os.getcwd(), "<checkout>").encode())
     h.update(digest(f).encode())
     for d in deps.get((e or {}).get("output", ""), []):
         if not d.startswith("/usr/"):
