@@ -23,6 +23,22 @@ std::string Text(const rapidjson::StringBuffer& buf) {
   return std::string(buf.GetString(), buf.GetSize());
 }
 
+// A JSON array with one object per item; `write_members(w, item)` writes the
+// object's members.
+template <typename Items, typename WriteMembers>
+std::string ObjectArray(const Items& items, WriteMembers write_members) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartArray();
+  for (const auto& item : items) {
+    w.StartObject();
+    write_members(w, item);
+    w.EndObject();
+  }
+  w.EndArray();
+  return Text(buf);
+}
+
 void WriteTensors(Writer& w, const char* key, const std::vector<TensorMetadata>& tensors) {
   w.Key(key);
   w.StartArray();
@@ -163,54 +179,33 @@ std::string EncodeStatistics(const std::vector<ModelStatistics>& stats) {
 }
 
 std::string EncodeRepositoryIndex(const std::vector<ModelIndexEntry>& index) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  w.StartArray();
-  for (const auto& e : index) {
-    w.StartObject();
+  return ObjectArray(index, [](Writer& w, const ModelIndexEntry& e) {
     Member(w, "name", e.name);
     if (e.version) Member(w, "version", std::to_string(*e.version));
     if (e.state != ModelState::kUnknown) Member(w, "state", ModelStateName(e.state));
     if (!e.reason.empty()) Member(w, "reason", e.reason);
-    w.EndObject();
-  }
-  w.EndArray();
-  return Text(buf);
+  });
 }
 
 std::string EncodeSystemShmStatus(const std::vector<RegionStatus>& regions) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  w.StartArray();
-  for (const auto& r : regions) {
-    w.StartObject();
+  return ObjectArray(regions, [](Writer& w, const RegionStatus& r) {
     Member(w, "name", r.name);
     Member(w, "key", r.key);
     w.Key("offset");
     w.Uint64(r.offset);
     w.Key("byte_size");
     w.Uint64(r.byte_size);
-    w.EndObject();
-  }
-  w.EndArray();
-  return Text(buf);
+  });
 }
 
 std::string EncodeCudaShmStatus(const std::vector<CudaRegionStatus>& regions) {
-  rapidjson::StringBuffer buf;
-  Writer w(buf);
-  w.StartArray();
-  for (const auto& r : regions) {
-    w.StartObject();
+  return ObjectArray(regions, [](Writer& w, const CudaRegionStatus& r) {
     Member(w, "name", r.name);
     w.Key("device_id");
     w.Int64(r.device_id);
     w.Key("byte_size");
     w.Uint64(r.byte_size);
-    w.EndObject();
-  }
-  w.EndArray();
-  return Text(buf);
+  });
 }
 
 }  // namespace inferd::http
