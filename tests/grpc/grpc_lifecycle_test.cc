@@ -112,6 +112,14 @@ TEST_F(GrpcLifecycleTest, BadFlagValuesNameTheFlag) {
 TEST_F(GrpcLifecycleTest, ShutdownCompletesInFlightUnaryCalls) {
   auto p = Launch();
   auto stub = Connect(*p);
+  {
+    // Connected before the calls start, so that they reach the server well
+    // before the signal even on a loaded machine (sanitizer builds).
+    grpc::ClientContext ctx;
+    SetDeadline(ctx);
+    inference::ServerLiveResponse live;
+    ASSERT_GRPC_OK(stub->ServerLive(&ctx, inference::ServerLiveRequest(), &live));
+  }
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
   for (int i = 0; i < 3; ++i) {
@@ -124,10 +132,11 @@ TEST_F(GrpcLifecycleTest, ShutdownCompletesInFlightUnaryCalls) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  // Each takes 300 ms: the signal comes while they are queued or running.
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
   p->Signal(SIGTERM);
   for (auto& t : threads) t.join();
-  EXPECT_EQ(ok.load(), 3) << p->Log();  // 3 x 300 ms, well inside the exit timeout
+  EXPECT_EQ(ok.load(), 3) << p->Log();  // well inside the exit timeout
   EXPECT_EQ(p->WaitExit(20000), 0) << p->Log();
 }
 
