@@ -3,8 +3,10 @@
 gRPC at a few concurrencies, rounds alternating A and B (A B, B A, A B, ...) so that the
 machine's noise falls on both. Reports, per setting, the median throughput of each and the
 ratio B/A, and the median server CPU per inference (user + system time of the inferd process
-over the round, divided by the inferences its statistics counted): the CPU figure is the
-steadier one on a shared machine.
+over the round, divided by the inferences its statistics counted). With --callgrind, also the
+user-space instructions per inference of each (valgrind's callgrind, counters zeroed after a
+warm-up): the same for the same binaries whatever else the machine does, so it is the figure
+to trust for small differences.
 
   bench/ab/run.sh OLD_BUILD_DIR [NEW_BUILD_DIR]     (NEW defaults to build/)
 """
@@ -26,15 +28,15 @@ TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
 
 class Inferd:
-    def __init__(self, binary, repo, log_path):
+    def __init__(self, binary, repo, log_path, wrapper=()):
         self.log_path = log_path
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
-            [binary, "--model-repository", repo, "--http-address", "127.0.0.1",
+            list(wrapper) + [binary, "--model-repository", repo, "--http-address", "127.0.0.1",
              "--http-port", "0", "--grpc-address", "127.0.0.1", "--grpc-port", "0",
              "--allow-metrics=false"], stdout=subprocess.DEVNULL, stderr=self.log)
         self.http = self.grpc = None
-        deadline = time.time() + 30
+        deadline = time.time() + 120
         while time.time() < deadline and not (self.http and self.grpc):
             with open(log_path) as f:
                 text = f.read()
@@ -77,6 +79,34 @@ def measure(perf, server, protocol, concurrency, interval_ms):
     return result["throughput_infer_per_sec"], (cpu1 - cpu0) / max(1, n1 - n0) * 1e6
 
 
+def callgrind_instructions(binary, perf, repo, tmp, protocol):
+    """User-space instructions per inference of `binary` under callgrind."""
+    out = os.path.join(tmp, "callgrind.%s" % protocol)
+    server = Inferd(binary, repo, out + ".log",
+                    ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out + ".%p"])
+    try:
+        for _ in range(600):  # `simple` loads slowly under valgrind
+            try:
+                server.inferences()
+                break
+            except Exception:
+                time.sleep(0.2)
+        measure(perf, server, protocol, 1, 1000)  # warm-up
+        subprocess.run(["callgrind_control", "-z", str(server.proc.pid)], check=True,
+                       capture_output=True)
+        n0 = server.inferences()
+        measure(perf, server, protocol, 1, 3000)
+        n1 = server.inferences()
+        subprocess.run(["callgrind_control", "-d", str(server.proc.pid)], check=True,
+                       capture_output=True)
+    finally:
+        server.stop()
+    # callgrind_control -d wrote <out>.<pid>.1: the counts since the zeroing.
+    with open("%s.%d.1" % (out, server.proc.pid)) as f:
+        total = next(int(line.split()[1]) for line in f if line.startswith(("summary:", "totals:")))
+    return total / max(1, n1 - n0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--a", required=True, help="inferd binary A (the baseline)")
@@ -85,6 +115,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--interval-ms", type=int, default=2000)
     ap.add_argument("--concurrency", default="1,4")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count instructions per inference under callgrind")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="inferd-ab.")
@@ -114,6 +146,12 @@ def main():
         finally:
             for s in servers.values():
                 s.stop()
+        instructions = {}
+        if args.callgrind:
+            for protocol in ("http", "grpc"):
+                for name, binary in (("A", args.a), ("B", args.b)):
+                    instructions[(protocol, name)] = callgrind_instructions(
+                        binary, args.perf, repo, tmp, protocol)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -128,6 +166,13 @@ def main():
         cb = statistics.median(u for _, u in got["B"])
         print("| %s | %d | %.0f | %.0f | %.3f | %.1f | %.1f | %.3f |"
               % (protocol, c, ta, tb, tb / ta, ca, cb, cb / ca))
+    if instructions:
+        print()
+        print("| protocol | A instructions/inference | B instructions/inference | B/A |")
+        print("| --- | --- | --- | --- |")
+        for protocol in ("http", "grpc"):
+            a, b = instructions[(protocol, "A")], instructions[(protocol, "B")]
+            print("| %s | %.0f | %.0f | %.3f |" % (protocol, a, b, b / a))
 
 
 if __name__ == "__main__":
