@@ -1,0 +1,140 @@
+#include "perf_report.h"
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+namespace inferd::perf {
+namespace {
+
+// The results as one JSON object on stdout.
+void ReportJson(const Options& o, const std::vector<LevelResult>& results) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("model");
+  w.String(o.model.c_str());
+  w.Key("protocol");
+  w.String(o.protocol.c_str());
+  w.Key("batch_size");
+  w.Int(o.batch);
+  w.Key("results");
+  w.StartArray();
+  for (const auto& r : results) {
+    w.StartObject();
+    if (o.rate_mode) {
+      w.Key("request_rate");
+      w.Double(r.rate);
+    } else {
+      w.Key("concurrency");
+      w.Int(r.concurrency);
+    }
+    auto num = [&](const char* k, double v) {
+      w.Key(k);
+      w.Double(std::round(v * 100) / 100);
+    };
+    num("throughput_infer_per_sec", r.client.throughput);
+    num("latency_avg_us", r.client.avg_us);
+    num("latency_p50_us", r.client.p50_us);
+    num("latency_p90_us", r.client.p90_us);
+    num("latency_p95_us", r.client.p95_us);
+    num("latency_p99_us", r.client.p99_us);
+    num("server_queue_us", r.queue_us);
+    num("server_compute_input_us", r.input_us);
+    num("server_compute_infer_us", r.infer_us);
+    num("server_compute_output_us", r.output_us);
+    num("server_avg_batch", r.batch);
+    w.Key("requests");
+    w.Uint64(r.client.requests);
+    w.Key("errors");
+    w.Uint64(r.client.errors);
+    w.Key("stable");
+    w.Bool(r.stable);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  std::cout << buf.GetString() << std::endl;
+}
+
+// The results as text on stdout, one block per level.
+void ReportText(const Options& o, const std::vector<LevelResult>& results) {
+  for (const auto& r : results) {
+    if (o.rate_mode)
+      std::printf("Request rate: %.1f/s\n", r.rate);
+    else
+      std::printf("Concurrency: %d\n", r.concurrency);
+    std::printf(
+        "  Client: throughput %.2f infer/sec, latency avg %.0f us, p50 %.0f us, "
+        "p90 %.0f us, p95 %.0f us, p99 %.0f us (%llu requests, %llu errors)%s\n",
+        r.client.throughput, r.client.avg_us, r.client.p50_us, r.client.p90_us, r.client.p95_us,
+        r.client.p99_us, (unsigned long long)r.client.requests, (unsigned long long)r.client.errors,
+        r.stable ? "" : " [not stable]");
+    std::printf(
+        "  Server: queue %.0f us, compute input %.0f us, compute infer %.0f us, "
+        "compute output %.0f us, average batch %.2f\n",
+        r.queue_us, r.input_us, r.infer_us, r.output_us, r.batch);
+    if (!r.first_error.empty()) std::printf("  First error: %s\n", r.first_error.c_str());
+  }
+}
+
+// The results as CSV into o.csv (perf_analyzer's columns).
+void WriteCsv(const Options& o, const std::vector<LevelResult>& results) {
+  std::ofstream f(o.csv);
+  f << (o.rate_mode ? "Request Rate" : "Concurrency")
+    << ",Inferences/Second,Avg latency,p50 latency,p90 latency,p95 latency,p99 latency,"
+       "Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,"
+       "Average Batch,Errors\n";
+  for (const auto& r : results) {
+    if (o.rate_mode)
+      f << r.rate;
+    else
+      f << r.concurrency;
+    f << "," << r.client.throughput << "," << r.client.avg_us << "," << r.client.p50_us << ","
+      << r.client.p90_us << "," << r.client.p95_us << "," << r.client.p99_us << "," << r.queue_us
+      << "," << r.input_us << "," << r.infer_us << "," << r.output_us << "," << r.batch << ","
+      << r.client.errors << "\n";
+  }
+}
+
+// A latency-throughput plot into o.plot (PNG, or SVG by its extension),
+// through gnuplot; its data file is o.plot + ".dat".
+void WritePlot(const Options& o, const std::vector<LevelResult>& results) {
+  const std::string data = o.plot + ".dat";
+  {
+    std::ofstream f(data);
+    for (const auto& r : results)
+      f << r.client.throughput << " " << r.client.p99_us / 1000 << " " << r.client.avg_us / 1000
+        << "\n";
+  }
+  const bool svg = o.plot.size() > 4 && o.plot.substr(o.plot.size() - 4) == ".svg";
+  const std::string script = std::string("set terminal ") + (svg ? "svg" : "pngcairo") +
+                             " size 800,500; set output '" + o.plot +
+                             "'; set xlabel 'throughput (infer/s)'; set ylabel 'latency (ms)';"
+                             " set grid; plot '" +
+                             data +
+                             "' using 1:2 with linespoints title 'p99',"
+                             " '" +
+                             data + "' using 1:3 with linespoints title 'average'";
+  const std::string cmd = "gnuplot -e \"" + script + "\"";
+  if (std::system(cmd.c_str()) != 0) std::cerr << "infer-perf: gnuplot failed (is it installed?)\n";
+}
+
+}  // namespace
+
+void Report(const Options& o, const std::vector<LevelResult>& results) {
+  if (o.json) {
+    ReportJson(o, results);
+  } else {
+    ReportText(o, results);
+  }
+  if (!o.csv.empty()) WriteCsv(o, results);
+  if (!o.plot.empty()) WritePlot(o, results);
+}
+
+}  // namespace inferd::perf

@@ -1,0 +1,27 @@
+// infer-perf's results: what one load level measured, and the reports
+// written from them (text or JSON on stdout, CSV, a gnuplot chart).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "latency_stats.h"
+#include "perf_options.h"
+
+namespace inferd::perf {
+
+// One load level (a concurrency, or a request rate in rate mode).
+struct LevelResult {
+  int concurrency = 0;
+  double rate = 0;
+  WindowSummary client;
+  bool stable = false;
+  double queue_us = 0, input_us = 0, infer_us = 0, output_us = 0, batch = 0;
+  std::string first_error;
+};
+
+// Writes every report the options ask for: JSON (--json) or text on stdout,
+// a CSV (-f), a plot (--plot). Failures of gnuplot are reported on stderr.
+void Report(const Options& o, const std::vector<LevelResult>& results);
+
+}  // namespace inferd::perf
