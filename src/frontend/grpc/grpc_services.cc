@@ -72,6 +72,22 @@ StatusOr<Parameters> RepositoryParameters(
   return out;
 }
 
+// A load call's parameters, as Triton types them: "file:<path>" carries
+// the file's bytes in bytes_param, "config" its JSON in string_param.
+StatusOr<Parameters> LoadParameters(
+    const google::protobuf::Map<std::string, inference::ModelRepositoryParameter>& in) {
+  for (const auto& [key, p] : in) {
+    const bool file = key.starts_with("file:");
+    const auto want = file ? inference::ModelRepositoryParameter::kBytesParam
+                           : inference::ModelRepositoryParameter::kStringParam;
+    if ((file || key == "config") && p.parameter_choice_case() != want) {
+      return InvalidArgument("invalid value type for load parameter '" + Bounded(key) +
+                             "', expected " + (file ? "bytes_param." : "string_param."));
+    }
+  }
+  return RepositoryParameters(in);
+}
+
 // Finishes a call from the control plane's answer (any thread).
 ControlPlane::Done FinishWith(::grpc::ServerUnaryReactor* reactor) {
   return [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); };
@@ -220,10 +236,10 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
-  auto params = RepositoryParameters(request->parameters());
+  auto params = LoadParameters(request->parameters());
   if (!params.ok()) return FinishNow(ctx, params.status());
   auto* reactor = ctx->DefaultReactor();
-  server_.control().Load(request->repository_name(), request->model_name(), *params,
+  server_.control().Load(request->repository_name(), request->model_name(), std::move(*params),
                          FinishWith(reactor));
   return reactor;
 }
