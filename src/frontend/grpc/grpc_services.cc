@@ -72,17 +72,16 @@ StatusOr<Parameters> RepositoryParameters(
   return out;
 }
 
-// A load call's parameters, as Triton types them: "file:<path>" carries
-// the file's bytes in bytes_param, "config" its JSON in string_param.
+// A load call's parameters. "file:<path>" carries the file's bytes in
+// bytes_param, as Triton types it; the other keys' types are the control
+// plane's to check (the same words as over HTTP).
 StatusOr<Parameters> LoadParameters(
     const google::protobuf::Map<std::string, inference::ModelRepositoryParameter>& in) {
   for (const auto& [key, p] : in) {
-    const bool file = key.starts_with("file:");
-    const auto want = file ? inference::ModelRepositoryParameter::kBytesParam
-                           : inference::ModelRepositoryParameter::kStringParam;
-    if ((file || key == "config") && p.parameter_choice_case() != want) {
+    if (key.starts_with("file:") &&
+        p.parameter_choice_case() != inference::ModelRepositoryParameter::kBytesParam) {
       return InvalidArgument("invalid value type for load parameter '" + Bounded(key) +
-                             "', expected " + (file ? "bytes_param." : "string_param."));
+                             "', expected bytes_param.");
     }
   }
   return RepositoryParameters(in);
