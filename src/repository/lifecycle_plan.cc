@@ -7,11 +7,13 @@ namespace {
 
 constexpr char kUnloaded[] = "unloaded";
 
-ModelPlan Plan(const std::string& name, ModelAction action, std::string reason = "") {
+ModelPlan Plan(const std::string& name, ModelAction action, std::string reason = "",
+               bool poll_failure = false) {
   ModelPlan p;
   p.name = name;
   p.action = action;
   p.reason = std::move(reason);
+  p.poll_failure = poll_failure;
   return p;
 }
 
@@ -39,12 +41,11 @@ ModelPlan PlanLoad(const std::string& name, bool config_override, const SourceMo
     return Plan(name, ModelAction::kReject, "invalid model name '" + name + "'");
   auto listed = source.find(name);
   if (listed == source.end()) {
-    return Plan(
-        name, ModelAction::kReject,
-        "load failed for model '" + name + "': no model of that name in the model repository");
+    return Plan(name, ModelAction::kReject, "no model of that name in the model repository",
+                /*poll_failure=*/true);
   }
   if (!listed->second.problem.empty())
-    return Plan(name, ModelAction::kFail, listed->second.problem);
+    return Plan(name, ModelAction::kFail, listed->second.problem, /*poll_failure=*/true);
   auto record = loaded.find(name);
   if (!config_override && record != loaded.end() &&
       Unchanged(record->second, listed->second.fingerprint)) {
@@ -113,7 +114,9 @@ std::vector<ModelPlan> PlanModels(const LifecycleRequest& request, const SourceM
 
 ModelPlan PlanVersions(const std::string& name, const PreparedModel& prepared,
                        const LoadedModel* loaded) {
-  if (!prepared.error.empty()) return Plan(name, ModelAction::kFail, prepared.error);
+  if (!prepared.error.empty()) {
+    return Plan(name, ModelAction::kFail, prepared.error, prepared.unreadable);
+  }
   if (prepared.wanted.empty()) {
     return Plan(
         name, ModelAction::kFail,

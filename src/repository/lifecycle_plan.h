@@ -89,6 +89,11 @@ struct ModelPlan {
   std::string reason;        // kFail, kReject
   std::set<int64_t> load;    // kLoad after PlanVersions: versions to load anew
   std::set<int64_t> retire;  // versions READY now that go out of service
+  // kFail, kReject: the model could not be read from its source (not
+  // listed, a listing problem, a config that cannot be read or parsed):
+  // Triton's "failed to poll from model repository", as against a model
+  // that was read and failed to load.
+  bool poll_failure = false;
   bool operator==(const ModelPlan&) const = default;
 };
 
@@ -97,8 +102,8 @@ struct ModelPlan {
 // PlanVersions completes them.
 //
 // Decisions: an invalid name is rejected ("invalid model name 'x'"); a name
-// not listed is rejected ("load failed for model 'x': no model of that name
-// in the model repository"); a listed problem fails the model; a load
+// not listed is rejected as a poll failure ("no model of that name in the
+// model repository"); a listed problem fails the model (a poll failure); a load
 // without override of a model whose fingerprint is unchanged, with no
 // failure and every version READY is kept; a poll pass keeps a model whose
 // recorded fingerprint is non-empty and equal, forgets recorded models no
@@ -111,10 +116,12 @@ std::vector<ModelPlan> PlanModels(const LifecycleRequest& request, const SourceM
 struct PreparedModel {
   std::string error;         // non-empty: the config could not be read, parsed or validated
   std::set<int64_t> wanted;  // the versions to serve
+  bool unreadable = false;   // with `error`: read or parse failed (a poll failure)
 };
 
 // The version plan of a model PlanModels said to load (`loaded`: its record,
-// null if none): kFail with the config error, or with "at least one version
+// null if none): kFail with the config error (a poll failure when the config
+// was unreadable), or with "at least one version
 // must be available under the version policy of model 'x'" when none is
 // wanted; else kLoad of every wanted version (a READY one is loaded anew and
 // keeps serving until its replacement is READY) and retirement of the READY

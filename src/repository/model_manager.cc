@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "core/sanitize.h"
+#include "repository/model_files_source.h"
 #include "repository/model_preparation.h"
 #include "repository/repository_scan.h"
 
@@ -12,6 +13,30 @@ namespace {
 
 std::string UnknownModel(const std::string& name) {
   return "Request for unknown model: '" + name + "'";
+}
+
+// Triton's two answers of a failed load: the model could not be read from
+// the repository ("poll"), or it was read and did not load.
+Status PollFailure(const std::string& name, const std::string& why) {
+  return Internal("failed to load '" + name + "', failed to poll from model repository: " + why);
+}
+
+Status LoadFailure(const std::string& name, const std::string& why) {
+  return InvalidArgument("load failed for model '" + name + "': " + why);
+}
+
+// A version loaded from a load call's files, holding the files: the
+// directory is removed when the last holder of the version lets go, after
+// the version itself is destroyed (members are destroyed in reverse order).
+std::shared_ptr<ModelVersion> HoldingFiles(std::shared_ptr<ModelVersion> version,
+                                           std::shared_ptr<const ModelFileDirectory> files) {
+  struct Holder {
+    std::shared_ptr<const ModelFileDirectory> files;
+    std::shared_ptr<ModelVersion> version;
+  };
+  auto holder = std::make_shared<Holder>(Holder{std::move(files), std::move(version)});
+  ModelVersion* raw = holder->version.get();
+  return std::shared_ptr<ModelVersion>(std::move(holder), raw);
 }
 
 bool Concerns(const LifecycleRequest& request, const std::string& name) {
@@ -44,29 +69,54 @@ Status ModelManager::LoadStartupModels() {
   MutexLock load_lock(load_mu_);
   auto source = Observe(request);
   if (!source.ok()) return source.status();
-  if (all) return Execute(request, *source, std::nullopt);
+  const std::optional<std::string> no_config;
+  const LoadInput input{*options_.source, no_config, nullptr};
+  if (all) return Execute(request, *source, input);
   // One name at a time: a name given twice sees what the first load did.
   Status first;
   for (const auto& name : options_.startup_models) {
-    Status s =
-        Execute(LifecycleRequest{Kind::kStartup, {name}, false, false}, *source, std::nullopt);
+    Status s = Execute(LifecycleRequest{Kind::kStartup, {name}, false, false}, *source, input);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;
 }
 
-Status ModelManager::Load(const std::string& name, const std::optional<std::string>& config_json) {
+Status ModelManager::Load(const std::string& name, const std::optional<std::string>& config_json,
+                          const ModelFiles& files) {
+  if (!files.empty()) return LoadFiles(name, config_json, files);
   LifecycleRequest request{LifecycleRequest::Kind::kLoad, {name}, false, config_json.has_value()};
   MutexLock load_lock(load_mu_);
   auto source = Observe(request);
-  if (!source.ok()) return source.status();
-  return Execute(request, *source, config_json);
+  if (!source.ok()) return PollFailure(name, source.status().message());
+  return Execute(request, *source, LoadInput{*options_.source, config_json, nullptr});
+}
+
+// The files stand for the repository: the model is listed by a source of
+// its own, with a fingerprint no earlier load had, so the plan loads it.
+Status ModelManager::LoadFiles(const std::string& name,
+                               const std::optional<std::string>& config_json,
+                               const ModelFiles& files) {
+  if (!config_json) {
+    return InvalidArgument("Load parameter 'config' must be specified for model file override");
+  }
+  auto written = ModelFileDirectory::Write(files);
+  if (!written.ok()) {
+    if (written.status().code() == StatusCode::kInvalidArgument) return written.status();
+    return PollFailure(name, written.status().message());
+  }
+  ModelFilesSource source(name, *written);
+  LifecycleRequest request{LifecycleRequest::Kind::kLoad, {name}, false, true};
+  auto fingerprint = source.Fingerprint(name);
+  const SourceModels observed{{name, SourceModel{"", *fingerprint}}};
+  MutexLock load_lock(load_mu_);
+  return Execute(request, observed, LoadInput{source, config_json, *written});
 }
 
 Status ModelManager::Unload(const std::string& name) {
   MutexLock load_lock(load_mu_);
+  const std::optional<std::string> no_config;
   return Execute(LifecycleRequest{LifecycleRequest::Kind::kUnload, {name}, false, false}, {},
-                 std::nullopt);
+                 LoadInput{*options_.source, no_config, nullptr});
 }
 
 void ModelManager::PollOnce() {
@@ -75,7 +125,8 @@ void ModelManager::PollOnce() {
   MutexLock load_lock(load_mu_);
   auto source = Observe(request);
   if (!source.ok()) return;  // the repository is unreadable now; the next pass retries
-  (void)Execute(request, *source, std::nullopt);
+  const std::optional<std::string> no_config;
+  (void)Execute(request, *source, LoadInput{*options_.source, no_config, nullptr});
 }
 
 StatusOr<SourceModels> ModelManager::Observe(const LifecycleRequest& request) {
@@ -103,10 +154,10 @@ StatusOr<SourceModels> ModelManager::Observe(const LifecycleRequest& request) {
 }
 
 Status ModelManager::Execute(const LifecycleRequest& request, const SourceModels& source,
-                             const std::optional<std::string>& config_json) {
+                             const LoadInput& input) {
   Status first;
   for (const ModelPlan& plan : PlanModels(request, source, Snapshot())) {
-    Status s = Apply(plan, source, config_json);
+    Status s = Apply(plan, source, input);
     if (!s.ok() && first.ok()) first = s;
   }
   return first;
@@ -120,33 +171,34 @@ LoadedModels ModelManager::Snapshot() const {
 }
 
 Status ModelManager::Apply(const ModelPlan& plan, const SourceModels& source,
-                           const std::optional<std::string>& config_json) {
+                           const LoadInput& input) {
   switch (plan.action) {
     case ModelAction::kKeep:
       return Status::Ok();
     case ModelAction::kReject:
-      return InvalidArgument(plan.reason);
+      return plan.poll_failure ? PollFailure(plan.name, plan.reason) : InvalidArgument(plan.reason);
     case ModelAction::kFail:
-      return ApplyFailure(plan.name, plan.reason);
+      return ApplyFailure(plan);
     case ModelAction::kUnload:
     case ModelAction::kForget:
       ApplyUnload(plan);
       return Status::Ok();
     case ModelAction::kLoad:
-      return ApplyLoad(plan.name, source.at(plan.name).fingerprint, config_json);
+      return ApplyLoad(plan.name, source.at(plan.name).fingerprint, input);
   }
   return Internal("unknown lifecycle action");
 }
 
-Status ModelManager::ApplyFailure(const std::string& name, const std::string& reason) {
-  INFERD_VLOG(1) << "model '" << EscapeControl(name)
-                 << "' failed to load: " << EscapeControl(reason);
+Status ModelManager::ApplyFailure(const ModelPlan& plan) {
+  INFERD_VLOG(1) << "model '" << EscapeControl(plan.name)
+                 << "' failed to load: " << EscapeControl(plan.reason);
   {
     MutexLock lock(mu_);
-    ++load_failures_[name];
-    RecordFailure(reason, models_[name].status);
+    ++load_failures_[plan.name];
+    RecordFailure(plan.reason, models_[plan.name].status);
   }
-  return InvalidArgument("load failed for model '" + name + "': " + reason);
+  return plan.poll_failure ? PollFailure(plan.name, plan.reason)
+                           : LoadFailure(plan.name, plan.reason);
 }
 
 void ModelManager::ApplyUnload(const ModelPlan& plan) {
@@ -167,10 +219,10 @@ void ModelManager::ApplyUnload(const ModelPlan& plan) {
 }
 
 Status ModelManager::ApplyLoad(const std::string& name, const std::string& fingerprint,
-                               const std::optional<std::string>& config_json) {
+                               const LoadInput& input) {
   NormalizeOptions normalize;
   normalize.gpu_count = options_.gpu_count;
-  PreparedConfig prepared = PrepareModel(*options_.source, name, config_json, normalize);
+  PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize);
   ModelPlan plan;
   {
     MutexLock lock(mu_);
@@ -178,14 +230,15 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
     plan = PlanVersions(name, prepared.plan, it == models_.end() ? nullptr : &it->second.status);
     if (plan.action == ModelAction::kLoad) MarkLoading(plan, models_[name].status);
   }
-  if (plan.action != ModelAction::kLoad) return ApplyFailure(name, plan.reason);
-  return Commit(plan, fingerprint, LoadVersions(plan, prepared.config));
+  if (plan.action != ModelAction::kLoad) return ApplyFailure(plan);
+  return Commit(plan, fingerprint, LoadVersions(plan, prepared.config, input));
 }
 
 ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
-                                                     const inference::ModelConfig& config) {
+                                                     const inference::ModelConfig& config,
+                                                     const LoadInput& input) {
   LoadResults results;
-  auto directory = options_.source->Materialize(plan.name, plan.load);
+  auto directory = input.source.Materialize(plan.name, plan.load);
   for (int64_t v : plan.load) {
     if (!directory.ok()) {
       results.emplace(v, directory.status());
@@ -198,9 +251,14 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
     if (loaded.ok()) {
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
                      << " is READY (loaded in " << (*loaded)->load_seconds() << " s)";
+      if (input.files) loaded = HoldingFiles(std::move(*loaded), input.files);
     } else {
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
                      << " failed to load: " << EscapeControl(loaded.status().message());
+    }
+    if (!loaded.ok() && input.files) {  // the temporary directory is no client's business
+      loaded = Status(loaded.status().code(),
+                      RedactPaths(loaded.status().message(), {input.files->path()}));
     }
     results.emplace(v, std::move(loaded));
   }
@@ -238,7 +296,7 @@ Status ModelManager::Commit(const ModelPlan& plan, const std::string& fingerprin
   }
   Retire(std::move(retired));
   if (!errors.empty()) {
-    return InvalidArgument("load failed for model '" + plan.name + "': " + errors);
+    return LoadFailure(plan.name, errors);
   }
   return Status::Ok();
 }

@@ -25,6 +25,7 @@
 #include "backend/backend_registry.h"
 #include "core/thread_annotations.h"
 #include "repository/lifecycle_plan.h"
+#include "repository/model_files.h"
 #include "repository/model_state.h"
 #include "repository/model_version.h"
 #include "repository/repository_source.h"
@@ -67,7 +68,24 @@ class ModelManager {
   // Loads or reloads a model (explicit mode API). `config_json` replaces
   // config.pbtxt when given. A changed model keeps serving its old versions
   // until the new ones are ready.
-  Status Load(const std::string& name, const std::optional<std::string>& config_json);
+  //
+  // Non-empty `files` (checked with CheckModelFiles; `config_json` is then
+  // required) are the model's files: they are written to a private
+  // directory and the model is loaded from there, whether or not the
+  // repository holds it. The directory lives as long as a version loaded
+  // from it (unload, a later load that replaces them, shutdown: it is
+  // removed once those versions have stopped). A later load without files
+  // reads the repository again.
+  //
+  // Errors, worded as Triton's: INTERNAL "failed to load '<m>', failed to
+  // poll from model repository: <why>" when the model could not be read
+  // (not in the repository, a listing problem, a config that cannot be read
+  // or parsed, files that cannot be written); INVALID_ARGUMENT "load failed
+  // for model '<m>': <why>" when it was read but did not load (an invalid
+  // config, no version to load, a backend's failure); INVALID_ARGUMENT
+  // "invalid model name ..." for a name no model can have.
+  Status Load(const std::string& name, const std::optional<std::string>& config_json,
+              const ModelFiles& files = {});
 
   // Takes every version of a model out of service.
   Status Unload(const std::string& name);
@@ -116,23 +134,30 @@ class ModelManager {
   using Retired = std::vector<std::shared_ptr<ModelVersion>>;
   using LoadResults = std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>>;
 
+  // Where a load reads models from: the repository, or a load call's files.
+  struct LoadInput {
+    RepositorySource& source;
+    const std::optional<std::string>& config_json;
+    std::shared_ptr<const ModelFileDirectory> files;  // null: the repository
+  };
+
+  Status LoadFiles(const std::string& name, const std::optional<std::string>& config_json,
+                   const ModelFiles& files) INFERD_EXCLUDES(load_mu_);
   // What the source holds for `request` (fingerprints of the models it
   // concerns); an unload, or a load of an invalid name, looks at nothing.
   StatusOr<SourceModels> Observe(const LifecycleRequest& request) INFERD_REQUIRES(load_mu_);
   // Plans `request` on a fresh snapshot and applies it; the first failure.
   Status Execute(const LifecycleRequest& request, const SourceModels& source,
-                 const std::optional<std::string>& config_json) INFERD_REQUIRES(load_mu_);
+                 const LoadInput& input) INFERD_REQUIRES(load_mu_);
   LoadedModels Snapshot() const INFERD_EXCLUDES(mu_);
-  Status Apply(const ModelPlan& plan, const SourceModels& source,
-               const std::optional<std::string>& config_json) INFERD_REQUIRES(load_mu_);
-  Status ApplyFailure(const std::string& name, const std::string& reason) INFERD_REQUIRES(load_mu_)
-      INFERD_EXCLUDES(mu_);
+  Status Apply(const ModelPlan& plan, const SourceModels& source, const LoadInput& input)
+      INFERD_REQUIRES(load_mu_);
+  Status ApplyFailure(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   void ApplyUnload(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
-  Status ApplyLoad(const std::string& name, const std::string& fingerprint,
-                   const std::optional<std::string>& config_json) INFERD_REQUIRES(load_mu_)
-      INFERD_EXCLUDES(mu_);
-  LoadResults LoadVersions(const ModelPlan& plan, const inference::ModelConfig& config)
+  Status ApplyLoad(const std::string& name, const std::string& fingerprint, const LoadInput& input)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  LoadResults LoadVersions(const ModelPlan& plan, const inference::ModelConfig& config,
+                           const LoadInput& input) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   void Retire(Retired runtimes) INFERD_EXCLUDES(reaper_mu_);

@@ -22,6 +22,7 @@ PreparedConfig PrepareModel(const RepositorySource& source, const std::string& n
   auto config = ReadConfig(source, name, config_json);
   if (!config.ok()) {
     out.plan.error = config.status().message();
+    out.plan.unreadable = true;
     return out;
   }
   out.config = std::move(*config);

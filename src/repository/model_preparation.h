@@ -25,8 +25,9 @@ struct PreparedConfig {
 
 // Errors land in `plan.error`, worded for the index and the load answer:
 // "model 'x' has no config.pbtxt", the parser's message (file, line,
-// column), "x/config.pbtxt: <normalisation error>", or why the versions
-// could not be listed.
+// column) — these two with `plan.unreadable` set —,
+// "x/config.pbtxt: <normalisation error>", or why the versions could not be
+// listed.
 PreparedConfig PrepareModel(const RepositorySource& source, const std::string& name,
                             const std::optional<std::string>& config_json,
                             const NormalizeOptions& options);

@@ -5,6 +5,7 @@
 
 #include "core/reserved_parameters.h"
 #include "core/sanitize.h"
+#include "repository/model_files.h"
 #include "repository/repository_scan.h"
 #include "server/inference_server.h"
 
@@ -16,17 +17,36 @@ Status CheckRepository(std::string_view repository) {
   return Unimplemented("'repository_name' specification is not supported");
 }
 
-// Triton's repository parameters; its "file:<path>" model-file overrides
-// are not supported and fall under "unrecognized".
-Status CheckRepositoryParameters(const char* call, const Parameters& parameters,
-                                 std::optional<std::string>* config) {
-  const std::string what = std::string(call) + " parameter";
-  for (const auto& [key, value] : parameters) {
-    if (config != nullptr && key == "config") {
-      const std::string* s = std::get_if<std::string>(&value);
+// Triton's repository parameters. Load: "config", and the model files
+// "file:<version>/<path>" (their contents, already decoded by the front
+// end), which need "config" and are checked as a whole before anything is
+// written.
+Status CheckLoadParameters(Parameters& parameters, std::optional<std::string>* config,
+                           ModelFiles* files) {
+  const std::string what = "load parameter";
+  for (auto& [key, value] : parameters) {
+    std::string* s = std::get_if<std::string>(&value);
+    if (key == "config") {
       if (s == nullptr) return ParameterTypeError(what, key, "a string", value);
       *config = *s;
-    } else if (config == nullptr && key == "unload_dependents") {
+    } else if (key.starts_with(kModelFilePrefix)) {
+      if (s == nullptr) return ParameterTypeError(what, key, "the file's content", value);
+      files->emplace(key.substr(kModelFilePrefix.size()), std::move(*s));
+    } else {
+      return InvalidArgument("unrecognized " + what + " '" + Bounded(key) + "'");
+    }
+  }
+  if (files->empty()) return Status::Ok();
+  if (!config->has_value()) {
+    return InvalidArgument("Load parameter 'config' must be specified for model file override");
+  }
+  return CheckModelFiles(*files);
+}
+
+Status CheckUnloadParameters(const Parameters& parameters) {
+  const std::string what = "unload parameter";
+  for (const auto& [key, value] : parameters) {
+    if (key == "unload_dependents") {
       if (!std::holds_alternative<bool>(value)) {
         return ParameterTypeError(what, key, "a bool", value);
       }
@@ -53,14 +73,16 @@ StatusOr<std::vector<ModelIndexEntry>> ControlPlane::RepositoryIndex(std::string
   return server_.RepositoryIndex(ready_only);
 }
 
-void ControlPlane::Load(std::string_view repository, const std::string& name,
-                        const Parameters& parameters, Done done) {
+void ControlPlane::Load(std::string_view repository, const std::string& name, Parameters parameters,
+                        Done done) {
   std::optional<std::string> config;
+  ModelFiles files;
   Status s = CheckRepository(repository);
   if (s.ok()) s = CheckModelName(name);
-  if (s.ok()) s = CheckRepositoryParameters("load", parameters, &config);
+  if (s.ok()) s = CheckLoadParameters(parameters, &config, &files);
   if (!s.ok()) return done(s);
-  worker_.Post([this, name, config = std::move(config)] { return server_.LoadModel(name, config); },
+  worker_.Post([this, name, config = std::move(config),
+                files = std::move(files)] { return server_.LoadModel(name, config, files); },
                std::move(done));
 }
 
@@ -68,7 +90,7 @@ void ControlPlane::Unload(std::string_view repository, const std::string& name,
                           const Parameters& parameters, Done done) {
   Status s = CheckRepository(repository);
   if (s.ok()) s = CheckModelName(name);
-  if (s.ok()) s = CheckRepositoryParameters("unload", parameters, nullptr);
+  if (s.ok()) s = CheckUnloadParameters(parameters);
   if (!s.ok()) return done(s);
   worker_.Post([this, name] { return server_.UnloadModel(name); }, std::move(done));
 }

@@ -58,14 +58,21 @@ class ControlPlane {
   // specification is not supported" (one repository namespace).
   StatusOr<std::vector<ModelIndexEntry>> RepositoryIndex(std::string_view repository,
                                                          bool ready_only) const;
-  // Load parameters: "config" (a string, the model configuration as JSON);
-  // unload parameters: "unload_dependents" (a bool, accepted and ignored).
+  // Load parameters: "config" (a string, the model configuration as JSON)
+  // and Triton's model files "file:<version>/<path>" (strings holding each
+  // file's bytes: the front end decodes its wire encoding, base64 or
+  // bytes_param). Files need "config" (INVALID_ARGUMENT "Load parameter
+  // 'config' must be specified for model file override") and are checked
+  // as a whole with CheckModelFiles before the call is queued, so bad paths
+  // write nothing. Their total size is bounded by the request that carried
+  // them (--http-max-input-size, --grpc-max-message-size).
+  // Unload parameters: "unload_dependents" (a bool, accepted and ignored).
   // Any other key is INVALID_ARGUMENT "unrecognized load parameter '<k>'",
   // a mistyped one "load parameter 'config' must be a string, got ...".
   // Checked in this order: repository, name, parameters; then the call is
   // queued and InferenceServer::LoadModel / UnloadModel run on the worker.
-  void Load(std::string_view repository, const std::string& name, const Parameters& parameters,
-            Done done);
+  // Load failures are ModelManager::Load's (Triton's words and codes).
+  void Load(std::string_view repository, const std::string& name, Parameters parameters, Done done);
   void Unload(std::string_view repository, const std::string& name, const Parameters& parameters,
               Done done);
 

@@ -172,12 +172,13 @@ std::vector<std::string> InferenceServer::ServerPaths() const {
 }
 
 Status InferenceServer::LoadModel(const std::string& name,
-                                  const std::optional<std::string>& config_json) {
+                                  const std::optional<std::string>& config_json,
+                                  const ModelFiles& files) {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
-  Status s = manager_->Load(name, config_json);
+  Status s = manager_->Load(name, config_json, files);
   if (s.ok()) return s;
   return Status(s.code(), RedactPaths(s.message(), ServerPaths()));
 }

@@ -127,7 +127,9 @@ class InferenceServer {
   std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only, bool redact_paths = true) const;
   // Synchronous (loading may take long): front ends call control().Load /
   // Unload, which run these on the control plane's worker.
-  Status LoadModel(const std::string& name, const std::optional<std::string>& config_json);
+  // `files`: the load call's model files (ModelManager::Load).
+  Status LoadModel(const std::string& name, const std::optional<std::string>& config_json,
+                   const ModelFiles& files = {});
   Status UnloadModel(const std::string& name);
 
   // The control calls of every front end (load/unload, client shared memory).

@@ -29,7 +29,7 @@ from test_grpc_compat import SERVICE, generate_messages, grpc, int32s  # noqa: E
 # src/core/status.cc HttpStatusFromCode, by gRPC code value.
 HTTP_STATUS = {0: 200, 1: 400, 2: 500, 3: 400, 4: 504, 5: 404, 6: 400, 7: 403, 8: 429, 9: 400,
                10: 400, 11: 400, 12: 501, 13: 500, 14: 503}
-INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED = 3, 5, 12
+INVALID_ARGUMENT, NOT_FOUND, UNIMPLEMENTED, INTERNAL = 3, 5, 12, 13
 
 MALFORMED_NAMES = ["../x", "..", ".", "a/b", "x..y", "a\\b", "a\x01b", "m" * 256]
 
@@ -178,7 +178,9 @@ class ProtocolAgreementTest(unittest.TestCase):
                 code = INVALID_ARGUMENT if what == "stats" else NOT_FOUND  # Triton's statistics
                 self.assertAgree(what, http, grpc_call, code, "no_such_model")
         load, unload = self.repository_calls("no_such_model")
-        self.assertAgree("load", load[1], load[2], INVALID_ARGUMENT, "no_such_model")
+        # Triton's words for a model it cannot find (test_load_api.py covers the rest).
+        self.assertAgree("load", load[1], load[2], INTERNAL,
+                         "failed to load 'no_such_model', failed to poll from model repository")
         # Unloading a model that is not loaded succeeds on both (as Triton).
         self.assertEqual(self.client.request(*unload[1][:2]).status, 200)
         self.channel.unary_unary(SERVICE + unload[2][0],
@@ -276,10 +278,10 @@ class ProtocolAgreementTest(unittest.TestCase):
             with self.subTest(call="mistyped " + what):
                 self.assertAgree(what, http, grpc_call, INVALID_ARGUMENT, "parameter '")
         unknown = self.repository_calls(
-            "simple", http_body={"load": {"parameters": {"file:1/model.pt": "x"}},
+            "simple", http_body={"load": {"parameters": {"bogus": "x"}},
                                  "unload": {"parameters": {"bogus": True}}},
             grpc_parameters={
-                "load": {"file:1/model.pt": lambda p: p.__setattr__("bytes_param", b"x")},
+                "load": {"bogus": lambda p: p.__setattr__("string_param", "x")},
                 "unload": {"bogus": lambda p: p.__setattr__("bool_param", True)}})
         for what, http, grpc_call in unknown:
             with self.subTest(call="unrecognized " + what):

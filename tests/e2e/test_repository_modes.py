@@ -170,18 +170,19 @@ class ExplicitModeTest(RepoModeTestCase):
 
     def test_load_unknown_model(self):
         r = self.client.post("/v2/repository/models/does_not_exist/load")
-        self.assertError(r, (400, 404), "does_not_exist")
+        self.assertError(r, 500, "failed to load 'does_not_exist', failed to poll from model "
+                                 "repository")
 
     def test_load_failing_model(self):
         r = self.client.post("/v2/repository/models/bad_dtype/load")
-        self.assertError(r, 400, "bad_dtype")
+        self.assertError(r, 400, "load failed for model 'bad_dtype': ")
         self.assertNotServed("bad_dtype")
         entries = index_entries(self.client, "bad_dtype")
         self.assertTrue(entries)
         self.assertEqual(entries[0].get("state"), "UNAVAILABLE", entries)
         self.assertTrue(entries[0].get("reason"), entries)
         r = self.client.post("/v2/repository/models/bad_text/load")
-        self.assertError(r, 400, "bad_text")
+        self.assertError(r, 500, "failed to load 'bad_text', failed to poll from model repository")
         self.assertServes("simple")
 
     def test_unload_not_loaded_model(self):

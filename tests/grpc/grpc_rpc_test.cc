@@ -330,13 +330,16 @@ TEST_F(GrpcRpcTest, RepositoryLoadErrors) {
   inference::ModelRepositoryParameter file;
   file.set_bytes_param("abc");
   EXPECT_TRUE(HasError(Load("loadable", {{"file:1/model.pt", file}}), StatusCode::INVALID_ARGUMENT,
-                       "unrecognized load parameter"));
+                       "Load parameter 'config' must be specified for model file override"));
   EXPECT_TRUE(HasError(Load("loadable", {}, "repo"), StatusCode::UNIMPLEMENTED, "repository_name"));
-  EXPECT_FALSE(Load("no_such_model").ok());
+  // Triton's words for a model that cannot be read (tests/e2e/test_load_api.py).
+  EXPECT_TRUE(HasError(Load("no_such_model"), StatusCode::INTERNAL,
+                       "failed to load 'no_such_model', failed to poll from model repository"));
   EXPECT_FALSE(Load("../escape").ok());
   inference::ModelRepositoryParameter bad_json;
   bad_json.set_string_param("{not json");
-  EXPECT_FALSE(Load("loadable", {{"config", bad_json}}).ok());
+  EXPECT_TRUE(HasError(Load("loadable", {{"config", bad_json}}), StatusCode::INTERNAL,
+                       "failed to load 'loadable', failed to poll from model repository"));
 
   inference::ModelRepositoryParameter not_bool;
   not_bool.set_string_param("yes");

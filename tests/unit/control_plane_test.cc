@@ -236,16 +236,35 @@ TEST_F(ControlPlaneTest, RepositoryRules) {
   s = load("", {{"config", true}});
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "load parameter 'config' must be a string, got bool true");
-  s = load("", {{"file:1/model.pt", std::string("bytes")}});
-  EXPECT_EQ(s.message(), "unrecognized load parameter 'file:1/model.pt'");
+  // Model files need a config, and are checked before anything is queued.
+  bool sync = false;
+  s = Run(
+      [&](auto done) {
+        control.Load("", "simple", {{"file:1/m", std::string("b")}}, done);
+      },
+      &sync);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "Load parameter 'config' must be specified for model file override");
+  EXPECT_TRUE(sync);
+  s = load("", {{"config", std::string("{}")}, {"file:1/../m", std::string("b")}});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "invalid load parameter 'file:1/../m': '.' and '..' components are not allowed");
+  s = load("", {{"config", std::string("{}")}, {"file:1/m", int64_t{1}}});
+  EXPECT_EQ(s.message(), "load parameter 'file:1/m' must be the file's content, got int64 1");
   s = load("", {{"unload_dependents", true}});  // an unload parameter
   EXPECT_EQ(s.message(), "unrecognized load parameter 'unload_dependents'");
   s = Run([&](auto done) {
     control.Unload("", "simple", {{"unload_dependents", std::string("yes")}}, done);
   });
   EXPECT_EQ(s.message(), "unload parameter 'unload_dependents' must be a bool, got string 'yes'");
+  // A config that does not parse: the model could not be read (Triton's
+  // "failed to poll", INTERNAL), not a backend's failure to load it.
   s = load("", {{"config", std::string("{not json")}});
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.code(), StatusCode::kInternal);
+  EXPECT_EQ(s.message().rfind("failed to load 'simple', failed to poll from model repository: ", 0),
+            0u)
+      << s.message();
 }
 
 TEST_F(ControlPlaneTest, LoadIsRefusedOutsideExplicitMode) {

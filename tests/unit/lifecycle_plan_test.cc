@@ -43,6 +43,7 @@ LifecycleRequest Poll() { return {Kind::kPoll, {}, false, false}; }
 
 PreparedModel Wants(std::set<int64_t> versions) { return PreparedModel{"", std::move(versions)}; }
 PreparedModel ConfigError(std::string error) { return PreparedModel{std::move(error), {}}; }
+PreparedModel Unreadable(std::string error) { return PreparedModel{std::move(error), {}, true}; }
 
 ModelPlan Step(std::string name, ModelAction action, std::string reason = "",
                std::set<int64_t> load = {}, std::set<int64_t> retire = {}) {
@@ -65,8 +66,16 @@ ModelPlan Reject(std::string name, std::string message) {
   return Step(std::move(name), ModelAction::kReject, std::move(message));
 }
 
-std::string NoSuchModel(const std::string& name) {
-  return "load failed for model '" + name + "': no model of that name in the model repository";
+// A model that could not be read from the source: Triton's "failed to poll".
+ModelPlan PollFail(std::string name, std::string reason) {
+  ModelPlan p = Fail(std::move(name), std::move(reason));
+  p.poll_failure = true;
+  return p;
+}
+ModelPlan NotListed(std::string name) {
+  ModelPlan p = Reject(std::move(name), "no model of that name in the model repository");
+  p.poll_failure = true;
+  return p;
 }
 std::string NoVersion(const std::string& name) {
   return "at least one version must be available under the version policy of model '" + name + "'";
@@ -78,6 +87,7 @@ std::string Describe(const std::vector<ModelPlan>& plans) {
   for (const auto& p : plans) {
     out << p.name << ":" << kActions[static_cast<int>(p.action)];
     if (!p.reason.empty()) out << "(" << p.reason << ")";
+    if (p.poll_failure) out << "[poll]";
     out << " load{";
     for (int64_t v : p.load) out << v << ",";
     out << "} retire{";
@@ -118,13 +128,13 @@ std::vector<PlanRow> PlanRows() {
        {{"a", Listed("f1")}},
        {},
        {},
-       {Reject("b", NoSuchModel("b"))}},
+       {NotListed("b")}},
       {"listed with a problem fails",
        Load("a"),
        {{"a", WithProblem("model appears in more than one model repository")}},
        {},
        {},
-       {Fail("a", "model appears in more than one model repository")}},
+       {PollFail("a", "model appears in more than one model repository")}},
       {"unchanged and serving: nothing to do",
        Load("a"),
        {{"a", Listed("f1")}},
@@ -183,8 +193,8 @@ std::vector<PlanRow> PlanRows() {
        Load("a"),
        {{"a", Listed("f2")}},
        {{"a", Loaded("f1", ready12)}},
-       {{"a", ConfigError("model 'a' has no config.pbtxt")}},
-       {Fail("a", "model 'a' has no config.pbtxt")}},
+       {{"a", Unreadable("model 'a' has no config.pbtxt")}},
+       {PollFail("a", "model 'a' has no config.pbtxt")}},
       {"no version under the policy fails the model",
        Load("a"),
        {{"a", Listed("f1")}},
@@ -223,14 +233,14 @@ std::vector<PlanRow> PlanRows() {
         {"c", Listed("f3")}},
        {},
        {{"a", Wants({1})}, {"c", Wants({})}},
-       {LoadVersions("a", {1}), Fail("b", "model directory resolves outside its repository"),
+       {LoadVersions("a", {1}), PollFail("b", "model directory resolves outside its repository"),
         Fail("c", NoVersion("c"))}},
       {"startup of named models, in the order given",
        Startup({"c", "a", "zz"}),
        {{"a", Listed("f1")}, {"c", Listed("f3")}},
        {},
        {{"a", Wants({1})}, {"c", Wants({2})}},
-       {LoadVersions("c", {2}), LoadVersions("a", {1}), Reject("zz", NoSuchModel("zz"))}},
+       {LoadVersions("c", {2}), LoadVersions("a", {1}), NotListed("zz")}},
       {"poll: a new model loads",
        Poll(),
        {{"a", Listed("f1")}},
@@ -267,7 +277,7 @@ std::vector<PlanRow> PlanRows() {
        {{"a", Loaded("f1", {{1, Ready()}})},
         {"b", Loaded("f2", {{1, Ready()}, {2, Unavailable("boom")}})}},
        {},
-       {Forget("b", {1}), Keep("a"), Fail("c", "invalid model name")}},
+       {Forget("b", {1}), Keep("a"), PollFail("c", "invalid model name")}},
       {"poll: an invalid listed name is rejected, not recorded",
        Poll(),
        {{"a b\n", WithProblem("invalid model name")}},

@@ -72,6 +72,21 @@ StatusOr<Parameters> RepositoryParameters(
   return out;
 }
 
+// A load call's parameters. "file:<path>" carries the file's bytes in
+// bytes_param, as Triton types it; the other keys' types are the control
+// plane's to check (the same words as over HTTP).
+StatusOr<Parameters> LoadParameters(
+    const google::protobuf::Map<std::string, inference::ModelRepositoryParameter>& in) {
+  for (const auto& [key, p] : in) {
+    if (key.starts_with("file:") &&
+        p.parameter_choice_case() != inference::ModelRepositoryParameter::kBytesParam) {
+      return InvalidArgument("invalid value type for load parameter '" + Bounded(key) +
+                             "', expected bytes_param.");
+    }
+  }
+  return RepositoryParameters(in);
+}
+
 // Finishes a call from the control plane's answer (any thread).
 ControlPlane::Done FinishWith(::grpc::ServerUnaryReactor* reactor) {
   return [reactor](const Status& s) { reactor->Finish(ToGrpcStatus(s)); };
@@ -220,10 +235,10 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
     Ctx* ctx, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kModelRepository)) return denied;
-  auto params = RepositoryParameters(request->parameters());
+  auto params = LoadParameters(request->parameters());
   if (!params.ok()) return FinishNow(ctx, params.status());
   auto* reactor = ctx->DefaultReactor();
-  server_.control().Load(request->repository_name(), request->model_name(), *params,
+  server_.control().Load(request->repository_name(), request->model_name(), std::move(*params),
                          FinishWith(reactor));
   return reactor;
 }

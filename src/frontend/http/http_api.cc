@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "core/base64.h"
 #include "core/log.h"
 #include "core/sanitize.h"
 #include "core/version_string.h"
@@ -40,6 +41,46 @@ StatusOr<Parameters> RepositoryParameters(const HttpRequest& req) {
   }
   if (d.HasMember("parameters")) {
     INFERD_RETURN_IF_ERROR(DecodeJsonParameters(d["parameters"], "'parameters'", out));
+  }
+  return out;
+}
+
+// One member of a load call's "parameters": a "file:<path>" value is the
+// file's content in base64 (Triton's encoding), decoded here so that the
+// control plane sees bytes whichever protocol carried them.
+StatusOr<ParameterValue> LoadParameterValue(const std::string& key, const rapidjson::Value& value) {
+  if (!key.starts_with("file:")) return JsonParameterValue(key, value);
+  if (!value.IsString()) {
+    return InvalidArgument("load parameter '" + Bounded(key) +
+                           "' must be a string holding the file's content in base64");
+  }
+  auto bytes = Base64Decode(std::string_view(value.GetString(), value.GetStringLength()));
+  if (!bytes) {
+    return InvalidArgument("load parameter '" + Bounded(key) + "' is not valid base64");
+  }
+  return ParameterValue(std::move(*bytes));
+}
+
+// The optional body of a load call: {"parameters": {...}}. A key given
+// twice is refused (JSON would keep one of them silently).
+StatusOr<Parameters> LoadParameters(const HttpRequest& req) {
+  Parameters out;
+  if (!req.body || req.body->empty()) return out;
+  rapidjson::Document d;
+  d.Parse(req.body->data(), req.body->size());
+  if (d.HasParseError() || !d.IsObject()) {
+    return InvalidArgument("request body must be a JSON object");
+  }
+  if (!d.HasMember("parameters")) return out;
+  const rapidjson::Value& params = d["parameters"];
+  if (!params.IsObject()) return InvalidArgument("'parameters' must be an object");
+  for (const auto& m : params.GetObject()) {
+    std::string key(m.name.GetString(), m.name.GetStringLength());
+    auto value = LoadParameterValue(key, m.value);
+    if (!value.ok()) return value.status();
+    if (!out.emplace(key, std::move(*value)).second) {
+      return InvalidArgument("duplicate load parameter '" + Bounded(key) + "'");
+    }
   }
   return out;
 }
@@ -237,9 +278,9 @@ void HttpApi::RepositoryIndex(const HttpRequest& req, const PathParams& p, const
 }
 
 void HttpApi::RepositoryLoad(const HttpRequest& req, const PathParams& p, const Responder& r) {
-  auto params = RepositoryParameters(req);
+  auto params = LoadParameters(req);
   if (!params.ok()) return r->Send(FromStatus(params.status()));
-  server_.control().Load(p.repo, p.model, *params,
+  server_.control().Load(p.repo, p.model, std::move(*params),
                          [r](const Status& s) { r->Send(StatusResponse(s)); });
 }
 
