@@ -205,5 +205,38 @@ class JsonOutputStrictTest(ServerTestCase):
         self.assertEqual(blobs["OUTPUT0"], pack("BYTES", elements))
 
 
+class ErrorAndStatusBodiesTest(ServerTestCase):
+    """Names arrive as percent-decoded bytes; every body that echoes one is still JSON."""
+    SERVER_ARGS = ("--allow-client-shm=true",)
+
+    def tearDown(self):
+        self.client.post("/v2/systemsharedmemory/unregister")
+        self.assertServerAlive()
+
+    def test_names_that_are_not_utf8_are_escaped_in_error_bodies(self):
+        for method, path, text in [("GET", "/v2/models/%ff", "'\\xff'"),
+                                   ("POST", "/v2/models/%ff/infer", "'\\xff'"),
+                                   ("GET", "/v2/models/a%c3%28b", "'a\\xc3(b'"),
+                                   ("GET", "/v2/systemsharedmemory/region/%ff/status",
+                                    "'\\xff'")]:
+            with self.subTest(path=path):
+                r = self.client.request(method, path, b"{}" if method == "POST" else None)
+                self.assertGreaterEqual(r.status, 400, r)
+                self.assertIn(text, strict_json(r.body)["error"])
+
+    def test_region_names_that_are_not_utf8_are_escaped_in_status(self):
+        from multiprocessing import shared_memory
+        region = shared_memory.SharedMemory(create=True, size=16)
+        try:
+            r = self.client.post_json("/v2/systemsharedmemory/region/r%ff/register",
+                                      {"key": "/" + region.name, "byte_size": 16})
+            self.assertOk(r)
+            status = strict_json(self.client.get("/v2/systemsharedmemory/status").body)
+            self.assertEqual([s["name"] for s in status], ["r\\xff"])
+        finally:
+            region.close()
+            region.unlink()
+
+
 if __name__ == "__main__":
     unittest.main()
