@@ -80,9 +80,10 @@ struct EncodedResponse {
 // must be binary (INVALID_ARGUMENT otherwise); so must a BYTES output whose
 // elements are not UTF-8 (INVALID_ARGUMENT naming the output and element).
 // FP32/FP64 NaN and infinities are the JSON strings "NaN", "Infinity",
-// "-Infinity" (tritonclient's as_numpy and numpy read them back). Outputs bound to shared memory
-// are written there (an output larger than its region slice is INVALID_ARGUMENT) and appear in the
-// JSON with name, datatype and shape only.
+// "-Infinity" (tritonclient's as_numpy and numpy read them back); names,
+// the id and parameter strings that are not UTF-8 are escaped (core/utf8.h). Outputs bound to
+// shared memory are written there (an output larger than its region slice is INVALID_ARGUMENT) and
+// appear in the JSON with name, datatype and shape only.
 StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
                                               const OutputEncoding& encoding);
 

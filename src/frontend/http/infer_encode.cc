@@ -1,8 +1,9 @@
 // Encoding of KServe v2 HTTP inference responses: JSON, with the binary
 // tensor extension for outputs that ask for it. The JSON is always strict
 // JSON (RFC 8259): non-finite floats are written as the strings "NaN",
-// "Infinity", "-Infinity", and a string that is not UTF-8 fails the encoding
-// with an error naming it (docs/decisions.md). The decoding half is in
+// "Infinity", "-Infinity"; a BYTES element that is not UTF-8 fails the
+// encoding with an error naming it, and names that are not are escaped
+// (docs/decisions.md). The decoding half is in
 // infer_codec.cc; both are declared in infer_codec.h.
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -10,7 +11,7 @@
 #include <cstring>
 
 #include "core/bytes_tensor.h"
-#include "core/sanitize.h"
+#include "core/utf8.h"
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_tensor_data.h"
 
@@ -113,20 +114,25 @@ Status WriteData(W& w, const InferOutput& o) {
   return Status::Ok();
 }
 
-// The response's strings come from the request (validated UTF-8 when it
-// was parsed), the model's config and the backend; one that is not UTF-8
-// fails the response rather than making it unreadable. Returns false then.
+// Names, the id and parameter strings come from the request (validated
+// UTF-8 when it was parsed), the model's config and the backend: bytes that
+// are not UTF-8 are escaped as "\xNN" text (core/utf8.h), as in every other
+// body, rather than making the response unreadable.
 template <typename W>
-bool WriteText(W& w, std::string_view s) {
-  return w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+void WriteText(W& w, std::string_view s) {
+  if (IsValidUtf8(s)) {  // the usual case: no copy
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+    return;
+  }
+  const std::string text = EscapeInvalidUtf8(s);
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
 }
 
 template <typename W>
-bool WriteParameters(W& w, const Parameters& params) {
-  bool ok = true;
+void WriteParameters(W& w, const Parameters& params) {
   w.StartObject();
   for (const auto& [k, v] : params) {
-    ok &= w.Key(k.c_str(), static_cast<rapidjson::SizeType>(k.size()));
+    WriteText(w, k);  // a key is a string to the writer
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
@@ -139,12 +145,11 @@ bool WriteParameters(W& w, const Parameters& params) {
           else if constexpr (std::is_same_v<T, double>)
             NonFiniteName(x) ? w.String(NonFiniteName(x)) : w.Double(x);
           else
-            ok &= WriteText(w, x);
+            WriteText(w, x);
         },
         v);
   }
   w.EndObject();
-  return ok;
 }
 
 // Where the outputs' binary blobs go, after the JSON.
@@ -154,13 +159,12 @@ struct Blobs {
 };
 
 // One output object: its data as JSON, a binary blob, or written to shared
-// memory. `text_ok` turns false if its name is not UTF-8.
+// memory.
 template <typename W>
-Status WriteOutput(W& w, const InferOutput& o, const OutputEncoding& encoding, Blobs& blobs,
-                   bool& text_ok) {
+Status WriteOutput(W& w, const InferOutput& o, const OutputEncoding& encoding, Blobs& blobs) {
   w.StartObject();
   w.Key("name");
-  text_ok &= WriteText(w, o.name);
+  WriteText(w, o.name);
   w.Key("datatype");
   w.String(DataTypeToProtocol(o.datatype).data());
   w.Key("shape");
@@ -196,32 +200,27 @@ StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
   rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>,
                     rapidjson::CrtAllocator, rapidjson::kWriteValidateEncodingFlag>
       w(buf);
-  bool text_ok = true;
   w.StartObject();
   if (!response.id.empty()) {
     w.Key("id");
-    text_ok &= WriteText(w, response.id);
+    WriteText(w, response.id);
   }
   w.Key("model_name");
-  text_ok &= WriteText(w, response.model_name);
+  WriteText(w, response.model_name);
   w.Key("model_version");
   w.String(std::to_string(response.model_version).c_str());
   if (!response.parameters.empty()) {
     w.Key("parameters");
-    text_ok &= WriteParameters(w, response.parameters);
+    WriteParameters(w, response.parameters);
   }
   w.Key("outputs");
   w.StartArray();
   Blobs blobs;
   for (const auto& o : response.outputs) {
-    INFERD_RETURN_IF_ERROR(WriteOutput(w, o, encoding, blobs, text_ok));
+    INFERD_RETURN_IF_ERROR(WriteOutput(w, o, encoding, blobs));
   }
   w.EndArray();
   w.EndObject();
-  if (!text_ok) {
-    return Internal("the response of model '" + Bounded(response.model_name) +
-                    "' has a name, id or parameter that is not valid UTF-8");
-  }
   EncodedResponse out;
   out.body.reserve(buf.GetSize() + blobs.bytes);
   out.body.assign(buf.GetString(), buf.GetSize());
