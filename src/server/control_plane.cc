@@ -139,9 +139,11 @@ Status ControlPlane::RegisterCudaNow(const std::string& name, const std::string&
   if (server_.shared_memory().Find(name).ok() || server_.cuda_shared_memory().Find(name).ok()) {
     return AlreadyExists("shared memory region '" + name + "' already in manager");
   }
+  // Triton's code for a server without GPUs is INVALID_ARGUMENT (400): the
+  // request cannot succeed here, whatever the handle.
   if (server_.cuda_shared_memory().DeviceCount() == 0) {
-    return Unimplemented("failed to register CUDA shared memory region: '" + name +
-                         "', GPUs not supported (" + server_.device_memory().Unavailable() + ")");
+    return InvalidArgument("failed to register CUDA shared memory region: '" + name +
+                           "', GPUs not supported (" + server_.device_memory().Unavailable() + ")");
   }
   return server_.cuda_shared_memory().Register(name, raw_handle, device_id, byte_size);
 }

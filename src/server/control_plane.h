@@ -91,10 +91,11 @@ class ControlPlane {
   // Opens the IPC handle on the worker (it maps device memory). Names are
   // one namespace with system regions (ALREADY_EXISTS); `device_id` outside
   // [0, INT32_MAX] is INVALID_ARGUMENT; a server without a GPU answers
-  // UNIMPLEMENTED "..., GPUs not supported (<why>)".
+  // INVALID_ARGUMENT "..., GPUs not supported (<why>)", as Triton.
   void RegisterCudaShm(const std::string& name, std::string raw_handle, int64_t device_id,
                        uint64_t byte_size, Done done);
-  // "" unregisters every region of the kind.
+  // "" unregisters every region of the kind; a name that is not a region
+  // of the kind is nothing to do (OK, as Triton).
   Status UnregisterSystemShm(const std::string& name);
   Status UnregisterCudaShm(const std::string& name);
 

@@ -74,7 +74,8 @@ class CudaSharedMemoryManager {
   // the exported allocation, and no GPU at all.
   Status Register(const std::string& name, const std::string& raw_handle, int64_t device_id,
                   uint64_t byte_size) INFERD_EXCLUDES(mu_);
-  // One region (unknown: NOT_FOUND) or all (empty name).
+  // One region or all (empty name); an unknown name is nothing to do (OK),
+  // as Triton answers.
   Status Unregister(const std::string& name) INFERD_EXCLUDES(mu_);
   StatusOr<std::vector<CudaRegionStatus>> GetStatus(const std::string& name) const
       INFERD_EXCLUDES(mu_);

@@ -151,9 +151,9 @@ Status SharedMemoryManager::Unregister(const std::string& name) {
     regions_.clear();
     return Status::Ok();
   }
-  if (regions_.erase(name) == 0) {
-    return NotFound("Unable to find shared memory region: '" + name + "'");
-  }
+  // A name that is not registered (or is a CUDA region) is nothing to do,
+  // as in Triton: clients unregister defensively before registering.
+  regions_.erase(name);
   return Status::Ok();
 }
 

@@ -97,8 +97,8 @@ class SharedMemoryManager {
   // key, a missing object, a range past the object's size, a duplicate name.
   Status Register(const std::string& name, const std::string& key, uint64_t offset,
                   uint64_t byte_size) INFERD_EXCLUDES(mu_);
-  // Unregisters one region (an unknown name is NOT_FOUND), or all when
-  // `name` is empty.
+  // Unregisters one region, or all when `name` is empty. A name that is
+  // not a registered system region is nothing to do: OK, as Triton answers.
   Status Unregister(const std::string& name) INFERD_EXCLUDES(mu_);
   // Status of one region (unknown: NOT_FOUND) or all (empty name).
   StatusOr<std::vector<RegionStatus>> GetStatus(const std::string& name) const INFERD_EXCLUDES(mu_);

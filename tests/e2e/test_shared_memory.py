@@ -112,8 +112,6 @@ class SharedMemoryTest(ServerTestCase):
             ("long key", self.register("m", "/" + "k" * 400, 10), 400, "key"),
             ("no region name", self.client.post_json("/v2/systemsharedmemory/register",
                                                      {"key": key, "byte_size": 1}), 400, "region"),
-            ("unknown unregister", self.client.post(
-                "/v2/systemsharedmemory/region/nope/unregister"), 404, "nope"),
         ]
         for what, resp, status, needle in cases:
             msg = self.assertError(resp, status, what=what)
@@ -149,6 +147,20 @@ class SharedMemoryTest(ServerTestCase):
         self.assertError(self.client.infer("simple", req), 400, "binary_data")
         self.assertServerAlive()
 
+    def test_unregister_of_an_unknown_name_is_nothing_to_do(self):
+        # Triton succeeds: clients unregister defensively before they register.
+        self.assertOk(self.client.post("/v2/systemsharedmemory/region/nope/unregister"))
+        _, key = self.make(64)
+        self.assertOk(self.register("kept", key, 64))
+        # Unregistering it as a CUDA region leaves the system region alone.
+        self.assertOk(self.client.post("/v2/cudasharedmemory/region/kept/unregister"))
+        self.assertOk(self.client.get("/v2/systemsharedmemory/region/kept/status"))
+        self.assertOk(self.client.post("/v2/systemsharedmemory/region/kept/unregister"))
+        self.assertOk(self.client.post("/v2/systemsharedmemory/region/kept/unregister"))
+        self.assertError(self.client.get("/v2/systemsharedmemory/region/kept/status"), 404,
+                         "'kept'")
+        self.assertServerAlive()
+
     def test_unregister_while_in_use_is_safe(self):
         inp, key = self.make(128)
         out, out_key = self.make(128)
@@ -165,12 +177,14 @@ class SharedMemoryTest(ServerTestCase):
         self.assertOk(self.client.post("/v2/cudasharedmemory/unregister"))
         r = self.client.post_json("/v2/cudasharedmemory/region/g/register",
                                   {"raw_handle": {"b64": ""}, "device_id": 0, "byte_size": 4})
-        self.assertError(r, 501, "not supported")
+        # Triton's code and words (400), then inferd's reason in parentheses.
+        self.assertError(r, 400, "failed to register CUDA shared memory region: 'g', "
+                         "GPUs not supported (")
         # Without a GPU the reason says so (CUDA build or not).
         handle = base64.b64encode(bytes(64)).decode()
         r = self.client.post_json("/v2/cudasharedmemory/region/g/register",
                                   {"raw_handle": {"b64": handle}, "device_id": 0, "byte_size": 4})
-        self.assertError(r, 501, "no CUDA device")
+        self.assertError(r, 400, "no CUDA device")
         # Malformed bodies are named before any device is involved.
         for body, needle in [({"device_id": 0, "byte_size": 4}, "raw_handle"),
                              ({"raw_handle": {"b64": "%%%%"}, "device_id": 0, "byte_size": 4},
@@ -183,7 +197,8 @@ class SharedMemoryTest(ServerTestCase):
                                                    body), 400, needle)
         self.assertError(self.client.get("/v2/cudasharedmemory/region/g/status"), 404,
                          "Unable to find cuda shared memory region: 'g'")
-        self.assertError(self.client.post("/v2/cudasharedmemory/region/g/unregister"), 404, "'g'")
+        # Unregistering a region that is not registered is nothing to do (Triton).
+        self.assertOk(self.client.post("/v2/cudasharedmemory/region/g/unregister"))
         self.assertEqual(self.client.get("/v2/cudasharedmemory/status").json(), [])
         self.assertServerAlive()
 

@@ -319,15 +319,19 @@ TEST_F(ControlPlaneTest, SharedMemoryRegistration) {
   // One namespace with system regions.
   s = Run([&](auto done) { control.RegisterCudaShm("g", std::string(64, 'h'), 0, 8, done); });
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
+  // Unregistering it as a system region is nothing to do: it stays.
+  EXPECT_TRUE(control.UnregisterSystemShm("g").ok());
+  EXPECT_TRUE(control.CudaShmStatus("g").ok());
   EXPECT_TRUE(control.UnregisterCudaShm("g").ok());
   EXPECT_EQ(control.CudaShmStatus("g").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(control.UnregisterCudaShm("g").ok());  // unknown: nothing to do (Triton)
 }
 
 TEST_F(ControlPlaneTest, CudaRegistrationWithoutAGpuSaysWhy) {
   InferenceServer& server = Start(ModelControlMode::kNone, /*allow_shm=*/true, /*gpus=*/0);
   Status s = Run(
       [&](auto done) { server.control().RegisterCudaShm("g", std::string(64, 'h'), 0, 8, done); });
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);  // Triton's code
   EXPECT_NE(s.message().find("GPUs not supported (no CUDA device: fake)"), std::string::npos)
       << s.message();
 }

@@ -89,7 +89,7 @@ TEST(CudaSharedMemoryTest, RegisterWithoutGpuIsUnavailable) {
   auto all = m.GetStatus("");
   ASSERT_TRUE(all.ok());
   EXPECT_TRUE(all->empty());
-  EXPECT_EQ(m.Unregister("r").code(), StatusCode::kNotFound);
+  EXPECT_TRUE(m.Unregister("r").ok());  // not registered: nothing to do (Triton)
   EXPECT_TRUE(m.Unregister("").ok());
 }
 

@@ -104,5 +104,18 @@ TEST(JsonEncodeTest, StringsNeedingEscapesRoundTrip) {
   EXPECT_EQ(std::string(r[0]["reason"].GetString(), r[0]["reason"].GetStringLength()), name);
 }
 
+// Names are client bytes (a percent-decoded path segment): what is not
+// UTF-8 is escaped as text, so a strict (validating) parser reads the body.
+TEST(JsonEncodeTest, BytesThatAreNotUtf8AreEscaped) {
+  const std::string json = EncodeSystemShmStatus({{"a\xff\xc3\xa9", "/k", 0, 1}});
+  EXPECT_EQ(json, R"([{"name":"a\\xff)"
+                  "\xc3\xa9"
+                  R"(","key":"/k","offset":0,"byte_size":1}])");
+  rapidjson::Document d;
+  d.Parse<rapidjson::kParseValidateEncodingFlag>(json.data(), json.size());
+  ASSERT_FALSE(d.HasParseError()) << json;
+  EXPECT_STREQ(d[0]["name"].GetString(), "a\\xff\xc3\xa9");
+}
+
 }  // namespace
 }  // namespace inferd::http

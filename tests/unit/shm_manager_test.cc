@@ -49,7 +49,9 @@ TEST_F(ShmManagerTest, RegisterReadWriteUnregister) {
   // The request that still holds the region can use it safely.
   EXPECT_EQ(std::memcmp((*region)->data(), "hello", 5), 0);
   EXPECT_EQ(shm_.Find("r").status().code(), StatusCode::kNotFound);
-  EXPECT_EQ(shm_.Unregister("r").code(), StatusCode::kNotFound);
+  // Unregistering a name that is not registered is nothing to do (Triton).
+  EXPECT_TRUE(shm_.Unregister("r").ok());
+  EXPECT_TRUE(shm_.Unregister("never-registered").ok());
 }
 
 TEST_F(ShmManagerTest, BoundsAreCheckedWithoutOverflow) {

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "core/sanitize.h"
+#include "core/utf8.h"
 
 namespace inferd::http {
 
@@ -20,8 +21,9 @@ HttpResponse ErrorResponse(int status, const std::string& message) {
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
   w.Key("error");
-  // A last bound on whatever the message quotes (docs/security.md).
-  const std::string bounded = BoundMessage(message);
+  // A last bound on whatever the message quotes (docs/security.md); bytes
+  // that are not UTF-8 (a percent-decoded name) escaped, so the body is JSON.
+  const std::string bounded = EscapeInvalidUtf8(BoundMessage(message));
   w.String(bounded.c_str(), static_cast<rapidjson::SizeType>(bounded.size()));
   w.EndObject();
   HttpResponse r;

@@ -9,176 +9,23 @@
 #include <set>
 
 #include "core/bytes_tensor.h"
+#include "core/reserved_parameters.h"
 #include "core/sanitize.h"
 #include "frontend/http/json_parameters.h"
+#include "frontend/http/json_tensor_data.h"
 
 namespace inferd::http {
 namespace {
 
 using rapidjson::Value;
-constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag;
+// JSON text is UTF-8 (RFC 8259): a request that is not is refused whole, so
+// nothing it carries (the id, names, BYTES data) is echoed back as text no
+// strict parser can read.
+constexpr unsigned kParseFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseNanAndInfFlag |
+                                 rapidjson::kParseValidateEncodingFlag;
 
 // Client data quoted in an error: bounded and escaped (core/sanitize.h).
 std::string Q(std::string_view s) { return "'" + Bounded(s) + "'"; }
-
-// Counts the scalar leaves of a (possibly nested) JSON array.
-bool CountLeaves(const Value& v, size_t depth, size_t max_depth, uint64_t& count) {
-  if (depth > max_depth) return false;
-  if (v.IsArray()) {
-    for (const auto& e : v.GetArray()) {
-      if (!CountLeaves(e, depth + 1, max_depth, count)) return false;
-    }
-  } else {
-    ++count;
-  }
-  return true;
-}
-
-template <typename Fn>
-void ForEachLeaf(const Value& v, Fn& fn) {
-  if (v.IsArray()) {
-    for (const auto& e : v.GetArray()) ForEachLeaf(e, fn);
-  } else {
-    fn(v);
-  }
-}
-
-template <typename T>
-void Store(char* out, size_t i, T value) {
-  std::memcpy(out + i * sizeof(T), &value, sizeof(T));
-}
-
-// Checks JSON `data` against the input's shape (and the nesting limit)
-// before anything is allocated for it; returns the element count.
-StatusOr<uint64_t> CountJsonData(const Value& data, const InferInput& input,
-                                 const DecodeLimits& limits) {
-  const std::string& name = input.name;
-  if (input.datatype == DataType::kFp16 || input.datatype == DataType::kBf16) {
-    return InvalidArgument("receiving " + std::string(DataTypeToProtocol(input.datatype)) +
-                           " data via JSON is not supported. Please use the binary data format "
-                           "for input " +
-                           Q(name));
-  }
-  auto expected = ElementCount(input.shape);
-  if (!expected) {
-    return InvalidArgument("input " + Q(name) + ": element count of shape " +
-                           ShapeToString(input.shape) + " overflows");
-  }
-  uint64_t count = 0;
-  if (!data.IsArray()) {
-    return InvalidArgument("input " + Q(name) + ": 'data' must be an array");
-  }
-  if (!CountLeaves(data, 0, limits.max_json_depth, count)) {
-    return InvalidArgument("input " + Q(name) + ": 'data' is nested deeper than " +
-                           std::to_string(limits.max_json_depth) + " levels");
-  }
-  if (count != static_cast<uint64_t>(*expected)) {
-    return InvalidArgument("input " + Q(name) + ": shape " + ShapeToString(input.shape) +
-                           " expects " + std::to_string(*expected) + " elements but 'data' has " +
-                           std::to_string(count));
-  }
-  if (input.datatype == DataType::kBytes && count > limits.max_bytes_elements) {
-    return InvalidArgument("input " + Q(name) + ": " + std::to_string(count) +
-                           " BYTES elements exceed the limit of " +
-                           std::to_string(limits.max_bytes_elements) + " (--max-bytes-elements)");
-  }
-  return count;
-}
-
-// BYTES elements (JSON strings), serialised with their length prefixes.
-Status DecodeJsonBytes(const Value& data, InferInput& input, InferRequest& request) {
-  std::string serialised;
-  Status st;
-  auto fn = [&](const Value& e) {
-    if (!st.ok()) return;
-    if (!e.IsString()) {
-      st = InvalidArgument("input " + Q(input.name) + ": BYTES elements must be JSON strings");
-      return;
-    }
-    AppendBytesElement(serialised, std::string_view(e.GetString(), e.GetStringLength()));
-  };
-  ForEachLeaf(data, fn);
-  if (!st.ok()) return st;
-  char* buf = request.Allocate(serialised.size());
-  if (!serialised.empty()) std::memcpy(buf, serialised.data(), serialised.size());
-  input.data = BufferView{buf, serialised.size(), MemoryType::kCpu, 0};
-  return Status::Ok();
-}
-
-// Stores JSON element `e` as element `i` of type `t` in `buf`. Returns
-// nullptr, or what the element should have been ("" for a datatype JSON
-// data cannot have).
-const char* StoreJsonElement(const Value& e, DataType t, char* buf, size_t i) {
-  switch (t) {
-    case DataType::kBool:
-      if (!e.IsBool()) return "true or false";
-      Store<uint8_t>(buf, i, e.GetBool() ? 1 : 0);
-      return nullptr;
-    case DataType::kUint8:
-    case DataType::kUint16:
-    case DataType::kUint32:
-    case DataType::kUint64: {
-      if (!e.IsUint64()) return "a non-negative integer";
-      const uint64_t u = e.GetUint64();
-      if (t == DataType::kUint8) Store<uint8_t>(buf, i, static_cast<uint8_t>(u));
-      if (t == DataType::kUint16) Store<uint16_t>(buf, i, static_cast<uint16_t>(u));
-      if (t == DataType::kUint32) Store<uint32_t>(buf, i, static_cast<uint32_t>(u));
-      if (t == DataType::kUint64) Store<uint64_t>(buf, i, u);
-      return nullptr;
-    }
-    case DataType::kInt8:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64: {
-      if (!e.IsInt64()) return "an integer";
-      const int64_t s = e.GetInt64();
-      if (t == DataType::kInt8) Store<int8_t>(buf, i, static_cast<int8_t>(s));
-      if (t == DataType::kInt16) Store<int16_t>(buf, i, static_cast<int16_t>(s));
-      if (t == DataType::kInt32) Store<int32_t>(buf, i, static_cast<int32_t>(s));
-      if (t == DataType::kInt64) Store<int64_t>(buf, i, s);
-      return nullptr;
-    }
-    case DataType::kFp32:
-      if (!e.IsNumber()) return "a number";
-      Store<float>(buf, i, static_cast<float>(e.GetDouble()));
-      return nullptr;
-    case DataType::kFp64:
-      if (!e.IsNumber()) return "a number";
-      Store<double>(buf, i, e.GetDouble());
-      return nullptr;
-    default:
-      return "";
-  }
-}
-
-// Converts JSON `data` into a request-owned buffer of the input's type.
-Status DecodeJsonData(const Value& data, InferInput& input, InferRequest& request,
-                      const DecodeLimits& limits) {
-  auto count = CountJsonData(data, input, limits);
-  if (!count.ok()) return count.status();
-  const DataType t = input.datatype;
-  if (t == DataType::kBytes) return DecodeJsonBytes(data, input, request);
-  const size_t bytes = *count * DataTypeByteSize(t);  // count is bounded by the JSON text size
-  char* buf = request.Allocate(bytes);
-  size_t i = 0;
-  Status st;
-  auto fn = [&](const Value& e) {
-    if (!st.ok()) return;
-    if (const char* want = StoreJsonElement(e, t, buf, i)) {
-      st = *want == '\0'
-               ? InvalidArgument("input " + Q(input.name) + ": unsupported datatype")
-               : InvalidArgument("input " + Q(input.name) + ": element " + std::to_string(i) +
-                                 " of " + std::string(DataTypeToProtocol(t)) + " data must be " +
-                                 want);
-      return;
-    }
-    ++i;
-  };
-  ForEachLeaf(data, fn);
-  if (!st.ok()) return st;
-  input.data = BufferView{buf, bytes, MemoryType::kCpu, 0};
-  return Status::Ok();
-}
 
 StatusOr<uint64_t> GetUint(const Value& obj, const char* key, const std::string& where) {
   const Value& v = obj[key];
@@ -194,6 +41,16 @@ StatusOr<uint64_t> GetUint(const Value& obj, const char* key, const std::string&
 Status DecodeRequestParameters(const Value& params, InferRequest& req, OutputEncoding& enc) {
   INFERD_RETURN_IF_ERROR(
       DecodeJsonParameters(params, "request 'parameters'", req.parameters, "headers"));
+  // JSON writes a sequence id as an unsigned integer (Triton's HTTP clients
+  // send a uint64), so a negative one is a mistake, not an id: refused here
+  // in the core's words. (gRPC's int64_param carries a uint64 id's bits, as
+  // Triton's C++ client sends it; the core reads those as the id.)
+  if (auto it = req.parameters.find("sequence_id"); it != req.parameters.end()) {
+    if (const int64_t* i = std::get_if<int64_t>(&it->second); i != nullptr && *i < 0) {
+      return ParameterTypeError("parameter", "sequence_id", "an unsigned integer or a string",
+                                it->second);
+    }
+  }
   // Its type is checked by the core: a non-bool fails the request there.
   if (auto it = req.parameters.find("binary_data_output"); it != req.parameters.end()) {
     if (const bool* b = std::get_if<bool>(&it->second)) enc.binary_default = *b;

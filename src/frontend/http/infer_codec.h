@@ -52,10 +52,12 @@ struct DecodedInfer {
 // (absent: the whole body is JSON). Shared-memory references are resolved
 // through `shm` (nullptr: refused) and bounds-checked; the request keeps the
 // regions it reads mapped. Errors are INVALID_ARGUMENT naming the offending
-// member, tensor or region. Request parameters are translated into the
-// neutral types (json_parameters.h), keys untouched: the core checks and
-// applies the reserved ones; the codec only reads a boolean
-// binary_data_output for the output encoding.
+// member, tensor or region (JSON that is not UTF-8 is refused; JSON `data`
+// must fit its datatype: json_tensor_data.h). Request parameters are
+// translated into the neutral types (json_parameters.h), keys untouched: the
+// core checks and applies the reserved ones; the codec only reads a boolean
+// binary_data_output for the output encoding, and refuses a negative
+// sequence_id (JSON writes ids unsigned; gRPC's int64_param carries bits).
 StatusOr<DecodedInfer> DecodeInferRequest(const std::shared_ptr<const std::string>& body,
                                           std::optional<size_t> header_length,
                                           const std::string& model_name, int64_t model_version,
@@ -74,10 +76,14 @@ struct EncodedResponse {
   std::optional<size_t> header_length;  // set when binary blobs follow the JSON
 };
 
-// Encodes a response; FP16/BF16 outputs must be binary (INVALID_ARGUMENT
-// otherwise). Outputs bound to shared memory are written there (an output
-// larger than its region slice is INVALID_ARGUMENT) and appear in the JSON
-// with name, datatype and shape only.
+// Encodes a response as strict JSON (plus binary blobs). FP16/BF16 outputs
+// must be binary (INVALID_ARGUMENT otherwise); so must a BYTES output whose
+// elements are not UTF-8 (INVALID_ARGUMENT naming the output and element).
+// FP32/FP64 NaN and infinities are the JSON strings "NaN", "Infinity",
+// "-Infinity" (tritonclient's as_numpy and numpy read them back); names,
+// the id and parameter strings that are not UTF-8 are escaped (core/utf8.h). Outputs bound to
+// shared memory are written there (an output larger than its region slice is INVALID_ARGUMENT) and
+// appear in the JSON with name, datatype and shape only.
 StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
                                               const OutputEncoding& encoding);
 

@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "core/utf8.h"
 #include "repository/model_state.h"
 
 namespace inferd::http {
@@ -10,8 +11,11 @@ namespace {
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
+// Names and keys are client bytes (a percent-decoded path segment): what is
+// not UTF-8 is escaped, so the body stays JSON.
 void String(Writer& w, std::string_view s) {
-  w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  const std::string text = EscapeInvalidUtf8(s);
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
 }
 
 void Member(Writer& w, const char* key, std::string_view value) {

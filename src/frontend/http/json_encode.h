@@ -4,8 +4,8 @@
 // sockets): unit-tested and fuzzed (fuzz/json_encode_fuzz.cc) on their own.
 //
 // Strings are written with their length (embedded NULs kept) and JSON
-// escapes; bytes are otherwise copied as given (no UTF-8 validation, as
-// the rest of the API).
+// escapes; bytes that are not UTF-8 are written as the text "\xNN"
+// (core/utf8.h), so every body is strict JSON.
 //
 // Thread-safety: pure functions.
 #pragma once
