@@ -9,7 +9,7 @@
 namespace inferd {
 namespace fs = std::filesystem;
 
-LocalRepositorySource::LocalRepositorySource(std::string repository)
+LocalRepositorySource::LocalRepositorySource(const std::string& repository)
     : LocalRepositorySource(repository, SymlinkRules({repository}, false)) {}
 
 LocalRepositorySource::LocalRepositorySource(std::string repository, SymlinkRules rules)

@@ -29,7 +29,7 @@ class LocalRepositorySource : public RepositorySource {
   // `repository`: the path as the command line gave it (messages quote it).
   // `rules`: which symbolic links to follow; by default, links that stay
   // inside this repository.
-  explicit LocalRepositorySource(std::string repository);
+  explicit LocalRepositorySource(const std::string& repository);
   LocalRepositorySource(std::string repository, SymlinkRules rules);
 
   StatusOr<ModelListings> ListModels() const override;
