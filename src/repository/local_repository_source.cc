@@ -9,11 +9,14 @@
 namespace inferd {
 namespace fs = std::filesystem;
 
-LocalRepositorySource::LocalRepositorySource(std::string repository)
-    : repository_(std::move(repository)) {}
+LocalRepositorySource::LocalRepositorySource(const std::string& repository)
+    : LocalRepositorySource(repository, SymlinkRules({repository}, false)) {}
+
+LocalRepositorySource::LocalRepositorySource(std::string repository, SymlinkRules rules)
+    : repository_(std::move(repository)), rules_(std::move(rules)) {}
 
 StatusOr<ModelListings> LocalRepositorySource::ListModels() const {
-  auto scan = ScanRepository(repository_);
+  auto scan = ScanRepository(repository_, rules_);
   if (!scan.ok()) return scan.status();
   ModelListings out;
   for (auto& [name, loc] : *scan) {
@@ -30,23 +33,21 @@ StatusOr<std::string> LocalRepositorySource::ModelDirectory(const std::string& m
   std::error_code ec;
   const fs::path root = fs::canonical(repository_, ec);
   if (ec) return not_found();
-  const fs::path dir = fs::canonical(root / model, ec);
-  if (ec || !fs::is_directory(dir, ec) || !PathIsInside(dir.string(), root.string())) {
-    return not_found();
-  }
-  return dir.string();
+  ModelLocation loc = LocateModel(root.string(), model, rules_);
+  if (loc.directory.empty() || !loc.problem.empty()) return not_found();
+  return loc.directory;
 }
 
 StatusOr<std::set<int64_t>> LocalRepositorySource::ListVersions(const std::string& model) const {
   auto dir = ModelDirectory(model);
   if (!dir.ok()) return dir.status();
-  return ScanVersions(*dir);
+  return ScanVersions(*dir, rules_);
 }
 
 StatusOr<std::string> LocalRepositorySource::Fingerprint(const std::string& model) const {
   auto dir = ModelDirectory(model);
   if (!dir.ok()) return dir.status();
-  return FingerprintModelDirectory(*dir);
+  return FingerprintModelDirectory(*dir, rules_);
 }
 
 StatusOr<std::string> LocalRepositorySource::ReadFile(const std::string& model,
@@ -59,6 +60,17 @@ StatusOr<std::string> LocalRepositorySource::ReadFile(const std::string& model,
   }
   auto dir = ModelDirectory(model);
   if (!dir.ok()) return dir.status();
+  // Each link on the way is checked, as the model's scan checks them.
+  fs::path walked(*dir);
+  std::string shown;
+  for (const auto& part : rel) {
+    walked /= part;
+    shown += (shown.empty() ? "" : "/") + part.string();
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(walked, ec))) continue;
+    std::string problem = rules_.Check(walked.string(), "symbolic link '" + shown + "'");
+    if (!problem.empty()) return Status(StatusCode::kFailedPrecondition, std::move(problem));
+  }
   const std::string path = *dir + "/" + relative_path;
   std::ifstream f(path, std::ios::binary);
   if (!f) return NotFound("cannot read " + path);

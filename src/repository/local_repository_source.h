@@ -3,11 +3,15 @@
 // served from where it lies (Materialize copies nothing).
 //
 // Listing rules (RepositorySource): hidden entries and plain files are
-// skipped; a model directory that resolves outside the repository (a
-// symlink) or has an invalid name is listed with a problem; version
-// directories are decimal without leading zeros and must stay inside the
-// model. The repository path is resolved on every call, so a repository
-// that appears or disappears while the server runs is seen.
+// skipped; a model directory with an invalid name, or that is a symbolic
+// link the SymlinkRules refuse (repository_scan.h: outside every repository
+// without --repository-follow-external-symlinks, dangling, a loop), is
+// listed with a problem naming the link; version directories are decimal
+// without leading zeros, and a refused link among them, or anywhere below
+// the model, fails ListVersions and Fingerprint with a message naming it
+// (the model fails to load with that reason). The repository path is
+// resolved on every call, so a repository that appears or disappears while
+// the server runs is seen.
 //
 // Threading: stateless after construction; every method is safe from any
 // thread, concurrently.
@@ -15,6 +19,7 @@
 
 #include <string>
 
+#include "repository/repository_scan.h"
 #include "repository/repository_source.h"
 
 namespace inferd {
@@ -22,7 +27,10 @@ namespace inferd {
 class LocalRepositorySource : public RepositorySource {
  public:
   // `repository`: the path as the command line gave it (messages quote it).
-  explicit LocalRepositorySource(std::string repository);
+  // `rules`: which symbolic links to follow; by default, links that stay
+  // inside this repository.
+  explicit LocalRepositorySource(const std::string& repository);
+  LocalRepositorySource(std::string repository, SymlinkRules rules);
 
   StatusOr<ModelListings> ListModels() const override;
   StatusOr<std::set<int64_t>> ListVersions(const std::string& model) const override;
@@ -39,6 +47,7 @@ class LocalRepositorySource : public RepositorySource {
   StatusOr<std::string> ModelDirectory(const std::string& model) const;
 
   const std::string repository_;
+  const SymlinkRules rules_;
 };
 
 }  // namespace inferd

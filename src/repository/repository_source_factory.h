@@ -17,8 +17,10 @@ namespace inferd {
 // them for several (none: a source that lists nothing). Never fails: a
 // repository that cannot be used fails the source's ListModels with the
 // reason, at start-up and on every later listing, as a missing directory
-// does.
-std::shared_ptr<RepositorySource> MakeRepositorySource(
-    const std::vector<std::string>& repositories);
+// does. `follow_external_symlinks` (--repository-follow-external-symlinks):
+// follow symbolic links whose target lies outside every repository
+// (repository_scan.h); links into any of `repositories` are always followed.
+std::shared_ptr<RepositorySource> MakeRepositorySource(const std::vector<std::string>& repositories,
+                                                       bool follow_external_symlinks = false);
 
 }  // namespace inferd

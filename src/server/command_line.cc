@@ -109,6 +109,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"model-control-mode", ControlMode(s.control_mode)},
       {"load-model", Append(s.startup_models)},
       {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
+      {"repository-follow-external-symlinks", Boolean(s.follow_external_symlinks)},
       {"strict-readiness", Boolean(s.strict_readiness)},
       {"exit-on-error", Boolean(s.exit_on_error)},
       {"exit-timeout-secs", Integer(cl.exit_timeout_secs, 0, 86400)},
@@ -133,6 +134,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"max-bytes-elements", Integer(s.request_limits.max_bytes_elements, 1, int64_t{1} << 40)},
       {"grpc-max-message-size", Integer(cl.grpc.max_message_bytes, 1024, INT_MAX)},
       {"grpc-max-concurrent-streams", Integer(cl.grpc.max_concurrent_streams, 1, INT_MAX)},
+      {"grpc-max-connections", Integer(cl.grpc.max_connections, 0, 1 << 20)},
       {"grpc-idle-timeout-secs", Integer(cl.grpc.idle_timeout_secs, 1, 86400)},
       {"grpc-handshake-timeout-secs", Integer(cl.grpc.handshake_timeout_secs, 1, 86400)},
       {"http-use-ssl", Boolean(cl.http.tls.enabled)},
@@ -227,6 +229,10 @@ Model repository
   --model-control-mode=<mode>    none (default) | poll | explicit
   --load-model=<name>            model to load at start in explicit mode (repeatable; * = all)
   --repository-poll-secs=<s>     poll interval in poll mode (default 15)
+  --repository-follow-external-symlinks=<bool>
+                                 follow symbolic links (model and version directories, files)
+                                 whose target lies outside every model repository (default
+                                 false; links into a repository are always followed)
   --strict-readiness=<bool>      ready only when every model is ready (default true)
   --exit-on-error=<bool>         exit if a model fails to load at start (default false)
   --exit-timeout-secs=<s>        on SIGTERM/SIGINT, wait this long for in-flight work (default 30)
@@ -264,6 +270,8 @@ gRPC
                                  largest message, also after decompression (default 67108864)
   --grpc-max-concurrent-streams=<n>
                                  HTTP/2 concurrent streams per connection (default 128)
+  --grpc-max-connections=<n>     most open connections; more are closed at accept
+                                 (default 0: no limit)
   --grpc-idle-timeout-secs=<s>   close a connection with no call in flight for this long
                                  (default 60; clients reconnect on their next call)
   --grpc-handshake-timeout-secs=<s>

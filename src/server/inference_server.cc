@@ -4,8 +4,10 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/log.h"
 #include "core/request_validator.h"
 #include "core/sanitize.h"
+#include "repository/repository_scan.h"
 #include "repository/repository_source_factory.h"
 
 namespace inferd {
@@ -17,7 +19,7 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
       gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
       cuda_shared_memory_(std::make_unique<CudaSharedMemoryManager>(device_)) {
   ModelManagerOptions mo;
-  mo.source = MakeRepositorySource(options_.repositories);
+  mo.source = MakeRepositorySource(options_.repositories, options_.follow_external_symlinks);
   mo.clock = RealClock::Get();
   mo.mode = options_.control_mode;
   mo.startup_models = options_.startup_models;
@@ -54,10 +56,23 @@ Status InferenceServer::Start() {
   if (!s.ok() && options_.exit_on_error) return s;
   if (options_.control_mode == ModelControlMode::kPoll && options_.repository_poll_secs > 0) {
     poller_ = std::make_unique<RepositoryPoller>(
-        RealClock::Get(), std::chrono::seconds(options_.repository_poll_secs),
-        [this] { manager_->PollOnce(); });
+        RealClock::Get(), std::chrono::seconds(options_.repository_poll_secs), [this] { Poll(); });
   }
   return Status::Ok();
+}
+
+void InferenceServer::Poll() {
+  // A repository that is missing now may be a remount or a network blip:
+  // the pass is skipped (ModelManager::PollOnce keeps every loaded model
+  // when the repositories cannot be listed) and the operator is told at
+  // each poll until it is back.
+  for (const auto& repository : options_.repositories) {
+    if (Status s = CheckRepositoryPath(repository); !s.ok()) {
+      INFERD_LOG(Warning) << "poll: " << EscapeControl(s.message())
+                          << "; loaded models keep serving";
+    }
+  }
+  manager_->PollOnce();
 }
 
 void InferenceServer::BeginShutdown() { shutting_down_ = true; }

@@ -41,6 +41,9 @@ struct ServerOptions {
   ModelControlMode control_mode = ModelControlMode::kNone;
   std::vector<std::string> startup_models;
   int repository_poll_secs = 15;
+  // Follow symbolic links whose target lies outside every repository
+  // (--repository-follow-external-symlinks; repository_scan.h).
+  bool follow_external_symlinks = false;
   bool strict_readiness = true;
   bool exit_on_error = true;
   // GPUs for KIND_GPU instance groups: at least this many, else what the
@@ -159,6 +162,10 @@ class InferenceServer {
   const RequestLimits& request_limits() const { return options_.request_limits; }
 
  private:
+  // One poll-mode pass (the poller's thread): warns about each repository
+  // that cannot be read now, then ModelManager::PollOnce.
+  void Poll();
+
   // The repositories and the backend directory, as given and resolved:
   // what RedactPaths hides from clients.
   std::vector<std::string> ServerPaths() const;

@@ -11,6 +11,7 @@
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
 #include "metrics/metrics_service.h"
+#include "repository/repository_scan.h"
 #include "server/command_line.h"
 #include "server/inference_server.h"
 #ifdef INFERD_HAS_GRPC_FRONTEND
@@ -185,9 +186,25 @@ void Shutdown(const CommandLine& cl, InferenceServer& server, Services& s) {
   INFERD_LOG(Info) << "stopped";
 }
 
+// Every --model-repository must be a readable directory at start, whatever
+// the control mode: a typo in a deployment must not start a server that is
+// ready with nothing in it. (Later, in poll mode, a repository that goes
+// missing is a warning at each poll: InferenceServer::Poll.)
+bool RepositoriesUsable(const CommandLine& cl) {
+  bool usable = true;
+  for (const auto& repository : cl.server.repositories) {
+    if (Status s = CheckRepositoryPath(repository); !s.ok()) {
+      INFERD_LOG(Error) << "--model-repository: " << EscapeControl(s.message());
+      usable = false;
+    }
+  }
+  return usable;
+}
+
 // Everything after the flags: start, serve until SIGTERM/SIGINT, shut down.
 // The exit code.
 int Serve(const CommandLine& cl) {
+  if (!RepositoriesUsable(cl)) return 1;
   const sigset_t signals = BlockShutdownSignals();
   InferenceServer server(cl.server, BackendRegistry::WithBuiltins(cl.server.backend_directory));
   LogStartupSettings(cl, server);

@@ -68,7 +68,9 @@ class BackendsTest(ServerTestCase):
             for f in os.listdir(required(d)):
                 if f.startswith("libinferd_") and f.endswith(".so"):
                     os.symlink(os.path.join(d, f), os.path.join(backends, f))
-        cls.SERVER_ARGS = ["--backend-directory", backends, "--model-control-mode=explicit"] + \
+        # resnet18_optimized's model.pt is a link to the example outside the repository.
+        cls.SERVER_ARGS = ["--backend-directory", backends, "--model-control-mode=explicit",
+                           "--repository-follow-external-symlinks=true"] + \
             ["--load-model=" + m for m in SERVED + ["broken_pt", "broken_onnx", "digits_any",
                                                      "wrong_abi", "missing_backend", "digits_gpu",
                                                      "resnet18_optimized", "digits_bad_optimize"] +

@@ -85,6 +85,29 @@ TEST(CommandLineTest, HardeningFlags) {
   EXPECT_NE(bad.status().message().find("--grpc-idle-timeout-secs"), std::string::npos);
 }
 
+TEST(CommandLineTest, RepositoryLinksAndGrpcConnectionCap) {
+  auto cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_FALSE(cl->server.follow_external_symlinks);
+  EXPECT_EQ(cl->grpc.max_connections, 0) << "no cap by default";
+  cl = ParseCommandLine({"--model-repository=/m", "--repository-follow-external-symlinks=true",
+                         "--grpc-max-connections", "2"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_TRUE(cl->server.follow_external_symlinks);
+  EXPECT_EQ(cl->grpc.max_connections, 2);
+  for (const char* flag : {"--grpc-max-connections=-1", "--grpc-max-connections=1048577",
+                           "--repository-follow-external-symlinks=sometimes"}) {
+    SCOPED_TRACE(flag);
+    auto bad = ParseCommandLine({"--model-repository=/m", flag});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find(std::string(flag).substr(0, std::string(flag).find('='))),
+              std::string::npos)
+        << bad.status().message();
+  }
+  EXPECT_NE(CommandLineUsage().find("--grpc-max-connections"), std::string::npos);
+  EXPECT_NE(CommandLineUsage().find("--repository-follow-external-symlinks"), std::string::npos);
+}
+
 TEST(CommandLineTest, LogFlags) {
   auto cl = ParseCommandLine({"--model-repository=/m"});
   ASSERT_TRUE(cl.ok()) << cl.status().message();

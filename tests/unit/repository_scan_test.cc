@@ -41,7 +41,8 @@ TEST_F(RepositoryScanTest, FindsModelsAndVersions) {
   auto versions = source.ListVersions("a");
   ASSERT_TRUE(versions.ok());
   EXPECT_EQ(*versions, std::set<int64_t>({1, 12}));
-  EXPECT_EQ(ScanVersions(scan->at("a").location), std::set<int64_t>({1, 12}));
+  const SymlinkRules rules({(root_ / "repo").string()}, false);
+  EXPECT_EQ(ScanVersions(scan->at("a").location, rules).value(), std::set<int64_t>({1, 12}));
 }
 
 TEST_F(RepositoryScanTest, SymlinkOutOfRepositoryIsRefused) {
@@ -49,7 +50,11 @@ TEST_F(RepositoryScanTest, SymlinkOutOfRepositoryIsRefused) {
   auto scan = LocalRepositorySource((root_ / "repo").string()).ListModels();
   ASSERT_TRUE(scan.ok());
   ASSERT_EQ(scan->count("escape"), 1u);
-  EXPECT_NE(scan->at("escape").problem.find("outside"), std::string::npos);
+  EXPECT_EQ(scan->at("escape").problem,
+            "model directory 'escape' is a symbolic link to '" +
+                fs::canonical(root_ / "outside").string() +
+                "', outside every model repository; start inferd with "
+                "--repository-follow-external-symlinks=true to follow it");
 }
 
 TEST_F(RepositoryScanTest, DuplicateAcrossRepositoriesIsAProblem) {

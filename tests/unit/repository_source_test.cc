@@ -41,9 +41,14 @@ class RepositorySourceTest : public ::testing::Test {
 TEST_F(RepositorySourceTest, LocalVersionsFilesAndMaterialize) {
   LocalRepositorySource source(Repo());
   fs::create_directory_symlink(root_ / "outside" / "9", root_ / "repo" / "a" / "9");
+  auto refused = source.ListVersions("a");
+  ASSERT_FALSE(refused.ok()) << "a version linked outside the repository fails the model";
+  EXPECT_NE(refused.status().message().find("version directory '9'"), std::string::npos)
+      << refused.status().message();
+  fs::remove(root_ / "repo" / "a" / "9");
   auto versions = source.ListVersions("a");
   ASSERT_TRUE(versions.ok());
-  EXPECT_EQ(*versions, std::set<int64_t>{1}) << "a version escaping the model is not listed";
+  EXPECT_EQ(*versions, std::set<int64_t>{1});
 
   auto config = source.ReadFile("a", "config.pbtxt");
   ASSERT_TRUE(config.ok());

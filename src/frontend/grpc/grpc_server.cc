@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/sanitize.h"
+#include "frontend/grpc/capped_listener.h"
 #include "frontend/grpc/grpc_services.h"
 
 namespace inferd::grpc_frontend {
@@ -100,7 +101,37 @@ class GrpcServer::Impl {
     auto credentials = MakeCredentials(options_.tls);
     if (!credentials.ok()) return credentials.status();
     ::grpc::ServerBuilder builder;
-    builder.AddListeningPort(where, *credentials, &port_);
+    std::unique_ptr<::grpc::experimental::ExternalConnectionAcceptor> acceptor;
+    if (options_.max_connections > 0) {
+      // inferd accepts, counts and hands connections over (capped_listener.h).
+      auto listener =
+          CappedListener::Bind(options_.address, options_.port, options_.max_connections);
+      if (!listener.ok()) return listener.status();
+      listener_ = std::move(*listener);
+      acceptor = builder.experimental().AddExternalConnectionAcceptor(
+          ::grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, *credentials);
+    } else {
+      builder.AddListeningPort(where, *credentials, &port_);
+    }
+    Configure(builder);
+    server_ = builder.BuildAndStart();
+    if (listener_ && server_) {
+      acceptor_ = std::move(acceptor);
+      port_ = listener_->port();
+      listener_->Start(acceptor_.get());
+    }
+    if (!server_ || port_ == 0) {
+      server_.reset();
+      listener_.reset();
+      port_ = 0;
+      return Unavailable("gRPC: failed to listen on " + where +
+                         " (address in use or not available?)");
+    }
+    return Status::Ok();
+  }
+
+  // Message limits, HTTP/2 and keepalive settings, the services.
+  void Configure(::grpc::ServerBuilder& builder) {
     builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
     builder.SetMaxSendMessageSize(options_.max_message_bytes);
     builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options_.max_concurrent_streams);
@@ -123,14 +154,6 @@ class GrpcServer::Impl {
     // knows is enabled by default, and none is disabled here.
     builder.RegisterService(&service_);
     builder.RegisterService(&health_);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port_ == 0) {
-      server_.reset();
-      port_ = 0;
-      return Unavailable("gRPC: failed to listen on " + where +
-                         " (address in use or not available?)");
-    }
-    return Status::Ok();
   }
 
   int port() const { return port_; }
@@ -139,6 +162,8 @@ class GrpcServer::Impl {
     std::lock_guard<std::mutex> lock(shutdown_mu_);
     if (shut_down_) return;
     shut_down_ = true;
+    // No new connections from here on; those handed over are gRPC's.
+    if (listener_) listener_->Stop();
     if (server_) {
       streams_.WindDownAll();
       server_->Shutdown(deadline);  // waits for calls; cancels those left at the deadline
@@ -153,6 +178,10 @@ class GrpcServer::Impl {
   StreamRegistry streams_;
   InferenceService service_;
   HealthService health_;
+  // With --grpc-max-connections: inferd's listening socket, and the acceptor
+  // it hands connections to (valid while server_ is).
+  std::unique_ptr<CappedListener> listener_;
+  std::unique_ptr<::grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::unique_ptr<::grpc::Server> server_;
   int port_ = 0;
   std::mutex shutdown_mu_;

@@ -39,13 +39,20 @@ class GrpcServer {
     // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection
     // (--grpc-max-concurrent-streams).
     int max_concurrent_streams = 128;
+    // Most open connections (--grpc-max-connections; 0: no limit). With a
+    // limit, inferd accepts TCP connections itself and hands each to gRPC
+    // (with the same credentials, so TLS works alike); a connection beyond
+    // the limit is closed at accept, before its TLS handshake, and the
+    // client's call fails UNAVAILABLE. A connection counts until either
+    // side closes it.
+    int max_connections = 0;
     // A connection with no call in flight for this long is closed with a
     // GOAWAY (--grpc-idle-timeout-secs; clients reconnect on their next
     // call). A connection that has not finished its TLS handshake and sent
     // its HTTP/2 preface and SETTINGS within handshake_timeout_secs is
-    // dropped (--grpc-handshake-timeout-secs). gRPC 1.51 has no cap on the
-    // number of connections; these bound how long one that does nothing
-    // holds a descriptor (docs/security.md).
+    // dropped (--grpc-handshake-timeout-secs). These bound how long one
+    // that does nothing holds a descriptor (docs/security.md);
+    // max_connections bounds how many there are.
     int idle_timeout_secs = 60;
     int handshake_timeout_secs = 10;
     int keepalive_time_ms = 7200000;                            // --grpc-keepalive-time
