@@ -55,9 +55,11 @@ class RepositorySource {
   // Every model the source holds, hidden entries (".x") left out.
   virtual StatusOr<ModelListings> ListModels() const = 0;
 
-  // The version numbers of a model: decimal names without leading zeros
-  // whose content is part of the model (a version that escapes the model,
-  // e.g. a symlink out of it, is not listed).
+  // The version numbers of a model: decimal names without leading zeros.
+  // A symbolic link the source may not follow (a target outside every
+  // repository without --repository-follow-external-symlinks, a dangling
+  // link, a loop) fails the call with FAILED_PRECONDITION naming the link:
+  // the whole model fails rather than silently losing a version.
   virtual StatusOr<std::set<int64_t>> ListVersions(const std::string& model) const = 0;
 
   // An opaque summary of a model's content: equal fingerprints mean the
