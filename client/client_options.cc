@@ -25,9 +25,8 @@ bool IsTokenChar(unsigned char c) {
 // Headers the client writes itself, or that would change how the message
 // is framed or routed: a custom value would corrupt the request.
 constexpr std::array<std::string_view, 8> kReserved = {
-    "host",       "content-length", "transfer-encoding",
-    "connection", "te",             "upgrade",
-    "content-type", "inference-header-content-length"};
+    "host", "content-length", "transfer-encoding", "connection",
+    "te",   "upgrade",        "content-type",      "inference-header-content-length"};
 
 ClientStatus CheckHeader(const Header& h, bool grpc) {
   const std::string& name = h.first;
@@ -44,9 +43,9 @@ ClientStatus CheckHeader(const Header& h, bool grpc) {
       return ClientStatus::Error("the value of header '" + name + "' has a control character");
   }
   if (!grpc) return {};
-  if (!std::all_of(lower.begin(), lower.end(),
-                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                                       c == '_' || c == '.'; })) {
+  if (!std::all_of(lower.begin(), lower.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+      })) {
     return ClientStatus::Error("header '" + name +
                                "' cannot be gRPC metadata (names are [0-9a-z_.-])");
   }

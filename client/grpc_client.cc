@@ -39,8 +39,7 @@ void AddHeaders(const std::vector<Header>& headers, grpc::ClientContext& ctx) {
 
 // The channel credentials of `options`: TLS with the CA and the client
 // certificate read from their files, or plain text.
-ClientStatus MakeCredentials(const TlsOptions& o,
-                             std::shared_ptr<grpc::ChannelCredentials>& out) {
+ClientStatus MakeCredentials(const TlsOptions& o, std::shared_ptr<grpc::ChannelCredentials>& out) {
   if (!o.enabled) {
     out = grpc::InsecureChannelCredentials();
     return {};
@@ -62,8 +61,9 @@ ClientStatus MakeCredentials(const TlsOptions& o,
 std::string CallError(const grpc::Status& s, bool tls) {
   std::string text = StatusText(s);
   if (tls && s.error_code() == grpc::StatusCode::UNAVAILABLE)
-    text += " (with TLS: check the CA file, the server name, and whether the server wants a "
-            "client certificate)";
+    text +=
+        " (with TLS: check the CA file, the server name, and whether the server wants a "
+        "client certificate)";
   return text;
 }
 
@@ -165,8 +165,8 @@ class GrpcClient::Impl {
     // Its own connection: channels in one process otherwise share one per
     // target, which would hide per-client connection behaviour.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stub_ = inference::GRPCInferenceService::NewStub(
-        grpc::CreateCustomChannel(url, credentials, args));
+    stub_ =
+        inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(url, credentials, args));
   }
   ~Impl() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -392,9 +392,8 @@ void GrpcClient::AsyncInfer(const InferRequest& request, InferCallback done) {
 }
 
 std::unique_ptr<GrpcStream> GrpcClient::StartStream(InferCallback on_response) {
-  return std::unique_ptr<GrpcStream>(
-      new GrpcStream(std::make_unique<GrpcStream::Impl>(impl_->stub(), impl_->headers(),
-                                                        impl_->setup(), std::move(on_response))));
+  return std::unique_ptr<GrpcStream>(new GrpcStream(std::make_unique<GrpcStream::Impl>(
+      impl_->stub(), impl_->headers(), impl_->setup(), std::move(on_response))));
 }
 
 }  // namespace inferd::client

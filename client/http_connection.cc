@@ -115,8 +115,8 @@ ClientStatus HttpConnection::Connect() {
   tcp::resolver resolver(ioc_);
   auto results = resolver.resolve(ep.host, ep.port, ec);
   if (ec) return ClientStatus::Unreachable("cannot resolve " + ep.host + ": " + ec.message());
-  tcp::socket& socket = ep.tls ? tls_stream_.emplace(ioc_, *ep.ssl).next_layer()
-                               : socket_.emplace(ioc_);
+  tcp::socket& socket =
+      ep.tls ? tls_stream_.emplace(ioc_, *ep.ssl).next_layer() : socket_.emplace(ioc_);
   net::connect(socket, results, ec);
   if (ec) {
     Reset();

@@ -31,7 +31,7 @@
 namespace inferd::client::detail {
 
 struct HttpEndpoint {
-  std::string host;         // to connect to ("localhost" as 127.0.0.1)
+  std::string host;  // to connect to ("localhost" as 127.0.0.1)
   std::string port;
   std::string verify_name;  // the name the certificate must carry, and SNI
   bool tls = false;
@@ -70,7 +70,7 @@ class HttpConnection {
 
   std::shared_ptr<const HttpEndpoint> endpoint_;
   boost::asio::io_context ioc_;
-  std::optional<boost::asio::ip::tcp::socket> socket_;                                  // plain
+  std::optional<boost::asio::ip::tcp::socket> socket_;                                // plain
   std::optional<boost::asio::ssl::stream<boost::asio::ip::tcp::socket>> tls_stream_;  // TLS
   boost::beast::flat_buffer buffer_;
 };

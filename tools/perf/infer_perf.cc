@@ -411,7 +411,8 @@ int main(int argc, char** argv) {
   std::string metadata_json;
   {
     std::string error;
-    auto client = inferd::client::MakeClient(o.protocol, o.url, o.connection.For(o.protocol), error);
+    auto client =
+        inferd::client::MakeClient(o.protocol, o.url, o.connection.For(o.protocol), error);
     inferd::client::ModelMetadata md;
     inferd::client::ClientStatus st;
     if (client) st = client->GetModelMetadata(o.model, o.version, md);
@@ -447,7 +448,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  TransportFactory factory = MakeTransportFactory(o.protocol, o.url, o.connection.For(o.protocol), request, o.streaming);
+  TransportFactory factory =
+      MakeTransportFactory(o.protocol, o.url, o.connection.For(o.protocol), request, o.streaming);
   if (!factory) {
     std::cerr << "infer-perf: protocol '" << o.protocol << "' is not available in this build\n";
     return 1;

@@ -81,7 +81,7 @@ class HttpClient : public Client {
   ClientStatus GetJson(const std::string& path, std::string& json);
   ClientStatus PostJson(const std::string& path, const std::string& body, std::string* json);
 
-  std::unique_ptr<Impl> impl_;  // endpoint (URL, TLS context, headers), connection
+  std::unique_ptr<Impl> impl_;          // endpoint (URL, TLS context, headers), connection
   std::unique_ptr<AsyncWorker> async_;  // started by the first AsyncInfer
 };
 
