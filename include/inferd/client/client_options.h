@@ -19,19 +19,21 @@
 
 namespace inferd::client {
 
+// (Every member has an initialiser, so designated initialisers may leave
+// any out under -Wmissing-field-initializers.)
 struct TlsOptions {
   // Use TLS. An "https://" URL turns it on for HTTP by itself.
   bool enabled = false;
   // PEM file of the certificate authorities to trust; empty: the system's
   // (OpenSSL's default paths for HTTP, gRPC's roots for gRPC).
-  std::string ca_file;
+  std::string ca_file = {};
   // PEM files of the client certificate chain and its private key, for
   // mutual TLS; both or neither.
-  std::string cert_file;
-  std::string key_file;
+  std::string cert_file = {};
+  std::string key_file = {};
   // The name the server's certificate must carry, and the SNI name sent;
   // empty: the URL's host.
-  std::string server_name;
+  std::string server_name = {};
   // HTTPS only (as perf_analyzer's --ssl-https-verify-peer/-host; gRPC
   // always verifies): verify_peer false accepts any certificate;
   // verify_host 0 skips the name check (1 and 2 check it, as curl does).
@@ -44,8 +46,8 @@ struct TlsOptions {
 using Header = std::pair<std::string, std::string>;
 
 struct ClientOptions {
-  TlsOptions tls;
-  std::vector<Header> headers;
+  TlsOptions tls = {};
+  std::vector<Header> headers = {};
 };
 
 // Parses "name: value" (or "name:value"; spaces around the value dropped),
