@@ -8,17 +8,30 @@ namespace inferd::client {
 
 std::unique_ptr<Client> MakeClient(const std::string& protocol, const std::string& url,
                                    std::string& error) {
-  if (protocol == "http") return std::make_unique<HttpClient>(url);
+  return MakeClient(protocol, url, ClientOptions{}, error);
+}
+
+std::unique_ptr<Client> MakeClient(const std::string& protocol, const std::string& url,
+                                   const ClientOptions& options, std::string& error) {
+  std::unique_ptr<Client> client;
+  if (protocol == "http") client = std::make_unique<HttpClient>(url, options);
 #ifdef INFERD_CLIENT_WITH_GRPC
-  if (protocol == "grpc") return std::make_unique<GrpcClient>(url);
+  if (protocol == "grpc") client = std::make_unique<GrpcClient>(url, options);
 #else
   if (protocol == "grpc") {
     error = "this build has no gRPC client";
     return nullptr;
   }
 #endif
-  error = "unknown protocol '" + protocol + "' (http or grpc)";
-  return nullptr;
+  if (!client) {
+    error = "unknown protocol '" + protocol + "' (http or grpc)";
+    return nullptr;
+  }
+  if (ClientStatus st = client->SetupStatus(); !st.ok) {
+    error = st.message;
+    return nullptr;
+  }
+  return client;
 }
 
 }  // namespace inferd::client

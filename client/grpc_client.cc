@@ -9,6 +9,7 @@
 
 #include "grpc_convert.h"
 #include "grpc_service.grpc.pb.h"
+#include "options_util.h"
 
 namespace inferd::client {
 
@@ -31,14 +32,58 @@ bool IsTransportFailure(const grpc::Status& s) {
          s.error_code() == grpc::StatusCode::CANCELLED;
 }
 
+// Adds the custom headers to a call's context, as lower-case metadata.
+void AddHeaders(const std::vector<Header>& headers, grpc::ClientContext& ctx) {
+  for (const auto& [name, value] : headers) ctx.AddMetadata(detail::GrpcMetadataName(name), value);
+}
+
+// The channel credentials of `options`: TLS with the CA and the client
+// certificate read from their files, or plain text.
+ClientStatus MakeCredentials(const TlsOptions& o, std::shared_ptr<grpc::ChannelCredentials>& out) {
+  if (!o.enabled) {
+    out = grpc::InsecureChannelCredentials();
+    return {};
+  }
+  grpc::SslCredentialsOptions ssl;
+  ClientStatus st;
+  if (!o.ca_file.empty()) st = detail::ReadPemFile(o.ca_file, "CA", ssl.pem_root_certs);
+  if (st.ok && !o.cert_file.empty())
+    st = detail::ReadPemFile(o.cert_file, "client certificate", ssl.pem_cert_chain);
+  if (st.ok && !o.key_file.empty())
+    st = detail::ReadPemFile(o.key_file, "private key", ssl.pem_private_key);
+  if (!st.ok) return st;
+  out = grpc::SslCredentials(ssl);
+  return {};
+}
+
+// gRPC's status of a failed call, with a hint when TLS is on: a failed
+// handshake shows only as UNAVAILABLE.
+std::string CallError(const grpc::Status& s, bool tls) {
+  std::string text = StatusText(s);
+  if (tls && s.error_code() == grpc::StatusCode::UNAVAILABLE)
+    text +=
+        " (with TLS: check the CA file, the server name, and whether the server wants a "
+        "client certificate)";
+  return text;
+}
+
 }  // namespace
 
 // ---- streams ---------------------------------------------------------------
 
 class GrpcStream::Impl {
  public:
-  Impl(inference::GRPCInferenceService::Stub* stub, InferCallback on_response)
-      : on_response_(std::move(on_response)), stream_(stub->ModelStreamInfer(&ctx_)) {
+  // `setup`: the client's SetupStatus; a stream of a client that could not
+  // be set up opens nothing and answers it.
+  Impl(inference::GRPCInferenceService::Stub* stub, const std::vector<Header>& headers,
+       ClientStatus setup, InferCallback on_response)
+      : on_response_(std::move(on_response)), final_(std::move(setup)) {
+    if (!final_.ok) {
+      closed_ = true;
+      return;
+    }
+    AddHeaders(headers, ctx_);
+    stream_ = stub->ModelStreamInfer(&ctx_);
     reader_ = std::thread([this] { ReadLoop(); });
   }
   ~Impl() { (void)Close(); }
@@ -47,6 +92,7 @@ class GrpcStream::Impl {
     inference::ModelInferRequest req;
     detail::ToProto(request, req);
     std::lock_guard<std::mutex> lock(write_mu_);
+    if (!final_.ok) return final_;
     if (closed_) return ClientStatus::Error("the stream is closed");
     if (!stream_->Write(req)) return ClientStatus::Error("the stream closed (write failed)");
     return {};
@@ -103,16 +149,24 @@ ClientStatus GrpcStream::Close() { return impl_->Close(); }
 
 class GrpcClient::Impl {
  public:
-  explicit Impl(std::string url) {
+  Impl(std::string url, const ClientOptions& options) : options_(options) {
     if (url.rfind("grpc://", 0) == 0) url = url.substr(7);
+    std::shared_ptr<grpc::ChannelCredentials> credentials;
+    setup_ = CheckOptions(options, /*grpc=*/true);
+    if (setup_.ok) setup_ = MakeCredentials(options.tls, credentials);
+    // A client that could not be set up still gets a (plain) channel, so
+    // that every call can answer setup_ the same way.
+    if (!credentials) credentials = grpc::InsecureChannelCredentials();
     grpc::ChannelArguments args;
+    if (options.tls.enabled && !options.tls.server_name.empty())
+      args.SetSslTargetNameOverride(options.tls.server_name);
     args.SetMaxReceiveMessageSize(INT32_MAX);
     args.SetMaxSendMessageSize(INT32_MAX);
     // Its own connection: channels in one process otherwise share one per
     // target, which would hide per-client connection behaviour.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    stub_ = inference::GRPCInferenceService::NewStub(
-        grpc::CreateCustomChannel(url, grpc::InsecureChannelCredentials(), args));
+    stub_ =
+        inference::GRPCInferenceService::NewStub(grpc::CreateCustomChannel(url, credentials, args));
   }
   ~Impl() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -122,23 +176,31 @@ class GrpcClient::Impl {
   // A unary call with the stub method `call`, mapping failure to a status.
   template <typename Req, typename Resp, typename Call>
   ClientStatus Unary(Call call, const Req& req, Resp& resp) {
+    if (!setup_.ok) return setup_;
     grpc::ClientContext ctx;
+    AddHeaders(options_.headers, ctx);
     grpc::Status s = (stub_.get()->*call)(&ctx, req, &resp);
     if (s.ok()) return {};
-    return IsTransportFailure(s) ? ClientStatus::Unreachable(StatusText(s))
+    return IsTransportFailure(s) ? ClientStatus::Unreachable(CallError(s, options_.tls.enabled))
                                  : ClientStatus::Error(StatusText(s));
   }
 
   ClientStatus Infer(const InferRequest& request, InferResult& result) {
+    if (!setup_.ok) return setup_;
     inference::ModelInferRequest req;
     detail::ToProto(request, req);
     inference::ModelInferResponse resp;
     grpc::ClientContext ctx;
+    AddHeaders(options_.headers, ctx);
     grpc::Status s = stub_->ModelInfer(&ctx, req, &resp);
     return Finish(s, resp, result);
   }
 
   void AsyncInfer(const InferRequest& request, InferCallback done) {
+    if (!setup_.ok) {
+      if (done) done(setup_, InferResult{});
+      return;
+    }
     struct Call {
       grpc::ClientContext ctx;
       inference::ModelInferRequest req;
@@ -146,6 +208,7 @@ class GrpcClient::Impl {
       InferCallback done;
     };
     auto* call = new Call;
+    AddHeaders(options_.headers, call->ctx);
     detail::ToProto(request, call->req);
     call->done = std::move(done);
     {
@@ -164,13 +227,16 @@ class GrpcClient::Impl {
   }
 
   inference::GRPCInferenceService::Stub* stub() { return stub_.get(); }
+  const ClientStatus& setup() const { return setup_; }
+  const std::vector<Header>& headers() const { return options_.headers; }
 
  private:
-  static ClientStatus Finish(const grpc::Status& s, const inference::ModelInferResponse& resp,
-                             InferResult& result) {
+  ClientStatus Finish(const grpc::Status& s, const inference::ModelInferResponse& resp,
+                      InferResult& result) const {
     result = InferResult{};
     if (!s.ok()) {
-      if (IsTransportFailure(s)) return ClientStatus::Unreachable(StatusText(s));
+      if (IsTransportFailure(s))
+        return ClientStatus::Unreachable(CallError(s, options_.tls.enabled));
       result.status = int(s.error_code());
       result.error = s.error_message();
       return {};
@@ -178,14 +244,19 @@ class GrpcClient::Impl {
     return detail::FromProto(resp, result);
   }
 
+  const ClientOptions options_;
+  ClientStatus setup_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::mutex mu_;
   std::condition_variable cv_;
   int outstanding_ = 0;  // asynchronous calls in flight, guarded by mu_
 };
 
-GrpcClient::GrpcClient(const std::string& url) : impl_(std::make_unique<Impl>(url)) {}
+GrpcClient::GrpcClient(const std::string& url, const ClientOptions& options)
+    : impl_(std::make_unique<Impl>(url, options)) {}
 GrpcClient::~GrpcClient() = default;
+
+ClientStatus GrpcClient::SetupStatus() const { return impl_->setup(); }
 
 using Stub = inference::GRPCInferenceService::Stub;
 
@@ -321,8 +392,8 @@ void GrpcClient::AsyncInfer(const InferRequest& request, InferCallback done) {
 }
 
 std::unique_ptr<GrpcStream> GrpcClient::StartStream(InferCallback on_response) {
-  return std::unique_ptr<GrpcStream>(
-      new GrpcStream(std::make_unique<GrpcStream::Impl>(impl_->stub(), std::move(on_response))));
+  return std::unique_ptr<GrpcStream>(new GrpcStream(std::make_unique<GrpcStream::Impl>(
+      impl_->stub(), impl_->headers(), impl_->setup(), std::move(on_response))));
 }
 
 }  // namespace inferd::client

@@ -4,115 +4,33 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
-#include <optional>
 #include <thread>
 
+#include "http_connection.h"
 #include "json_util.h"
 
 namespace inferd::client {
 
-namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
 
+// The client's endpoint (URL, TLS, headers) and its synchronous connection.
 class HttpClient::Impl {
  public:
-  explicit Impl(const std::string& url) {
-    std::string u = url;
-    if (u.rfind("http://", 0) == 0) u = u.substr(7);
-    if (!u.empty() && u.back() == '/') u.pop_back();
-    const auto colon = u.rfind(':');
-    host_ = colon == std::string::npos ? u : u.substr(0, colon);
-    port_ = colon == std::string::npos ? "80" : u.substr(colon + 1);
-    if (host_ == "localhost") host_ = "127.0.0.1";
-  }
-
-  ClientStatus Request(bhttp::verb verb, const std::string& path, const std::string& body,
-                       const std::map<std::string, std::string>& headers, HttpResponse& out) {
-    for (int attempt = 0; attempt < 2; ++attempt) {
-      beast::error_code ec;
-      if (!socket_ || !socket_->is_open()) {
-        ClientStatus c = Connect();
-        if (!c.ok) return c;
-      }
-      bhttp::request<bhttp::string_body> req{verb, path, 11};
-      req.set(bhttp::field::host, host_);
-      req.keep_alive(true);
-      for (const auto& [k, v] : headers) req.set(k, v);
-      req.body() = body;
-      req.prepare_payload();
-      bhttp::write(*socket_, req, ec);
-      if (ec) {
-        Reset();
-        continue;  // the server may have closed an idle connection: retry once
-      }
-      bhttp::response_parser<bhttp::string_body> parser;
-      parser.body_limit(std::numeric_limits<uint64_t>::max());
-      bhttp::read(*socket_, buffer_, parser, ec);
-      if (ec) {
-        Reset();
-        if (attempt == 0 && (ec == bhttp::error::end_of_stream || ec == net::error::eof ||
-                             ec == net::error::connection_reset)) {
-          continue;
-        }
-        return ClientStatus::Unreachable("reading the response failed: " + ec.message());
-      }
-      auto res = parser.release();
-      out.status = static_cast<int>(res.result_int());
-      out.headers.clear();
-      for (const auto& f : res) {
-        std::string name(f.name_string());
-        for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        out.headers[name] = std::string(f.value());
-      }
-      out.body = std::move(res.body());
-      if (!res.keep_alive()) Reset();
-      return {};
-    }
-    return ClientStatus::Unreachable("cannot send the request to " + host_ + ":" + port_);
-  }
-
- private:
-  ClientStatus Connect() {
-    beast::error_code ec;
-    tcp::resolver resolver(ioc_);
-    auto results = resolver.resolve(host_, port_, ec);
-    if (ec) return ClientStatus::Unreachable("cannot resolve " + host_ + ": " + ec.message());
-    socket_.emplace(ioc_);
-    net::connect(*socket_, results, ec);
-    if (ec) {
-      Reset();
-      return ClientStatus::Unreachable("cannot connect to " + host_ + ":" + port_ + ": " +
-                                       ec.message());
-    }
-    socket_->set_option(tcp::no_delay(true), ec);
-    return {};
-  }
-  void Reset() {
-    beast::error_code ec;
-    if (socket_) socket_->close(ec);
-    socket_.reset();
-    buffer_.clear();
-  }
-
-  net::io_context ioc_;
-  std::optional<tcp::socket> socket_;
-  beast::flat_buffer buffer_;
-  std::string host_, port_;
+  Impl(const std::string& url, const ClientOptions& options)
+      : endpoint(detail::MakeHttpEndpoint(url, options)), conn(endpoint) {}
+  std::shared_ptr<const detail::HttpEndpoint> endpoint;
+  detail::HttpConnection conn;
 };
 
 // Runs asynchronous requests one after another on its own connection.
 class HttpClient::AsyncWorker {
  public:
-  explicit AsyncWorker(const std::string& url) : conn_(url), thread_([this] { Run(); }) {}
+  explicit AsyncWorker(std::shared_ptr<const detail::HttpEndpoint> endpoint)
+      : conn_(std::move(endpoint)), thread_([this] { Run(); }) {}
   ~AsyncWorker() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -154,7 +72,7 @@ class HttpClient::AsyncWorker {
     }
   }
 
-  Impl conn_;
+  detail::HttpConnection conn_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<InferRequest, InferCallback>> queue_;  // guarded by mu_
@@ -287,17 +205,20 @@ void WriteOutput(JsonWriter& w, const RequestedOutput& o) {
 
 }  // namespace
 
-HttpClient::HttpClient(const std::string& url) : url_(url), impl_(std::make_unique<Impl>(url)) {}
+HttpClient::HttpClient(const std::string& url, const ClientOptions& options)
+    : impl_(std::make_unique<Impl>(url, options)) {}
 HttpClient::~HttpClient() = default;
 
+ClientStatus HttpClient::SetupStatus() const { return impl_->endpoint->status; }
+
 ClientStatus HttpClient::Get(const std::string& path, HttpResponse& out) {
-  return impl_->Request(bhttp::verb::get, path, "", {}, out);
+  return impl_->conn.Request(bhttp::verb::get, path, "", {}, out);
 }
 
 ClientStatus HttpClient::Post(const std::string& path, const std::string& body,
                               const std::map<std::string, std::string>& headers,
                               HttpResponse& out) {
-  return impl_->Request(bhttp::verb::post, path, body, headers, out);
+  return impl_->conn.Request(bhttp::verb::post, path, body, headers, out);
 }
 
 ClientStatus HttpClient::GetJson(const std::string& path, std::string& json) {
@@ -532,7 +453,7 @@ ClientStatus HttpClient::Infer(const InferRequest& request, InferResult& result)
 }
 
 void HttpClient::AsyncInfer(const InferRequest& request, InferCallback done) {
-  if (!async_) async_ = std::make_unique<AsyncWorker>(url_);
+  if (!async_) async_ = std::make_unique<AsyncWorker>(impl_->endpoint);
   async_->Push(request, std::move(done));
 }
 

@@ -28,7 +28,15 @@ constexpr char kUsage[] =
     "                         (default 10000)\n"
     "  --http-threads N       HTTP I/O threads (default 2)\n"
     "  --compute-threads N    post-processing threads (default 2)\n"
-    "  --default-top-k K      classes per answer without ?top_k= (default 5)\n";
+    "  --default-top-k K      classes per answer without ?top_k= (default 5)\n"
+    "TLS and headers to inferd (its --grpc-use-ssl, restricted protocols):\n"
+    "  --inferd-ssl           TLS to inferd (no value; implied by the three below)\n"
+    "  --inferd-ca FILE       PEM CAs to trust (default: gRPC's roots)\n"
+    "  --inferd-cert FILE     client certificate chain, for mutual TLS (with --inferd-key)\n"
+    "  --inferd-key FILE      its private key\n"
+    "  --inferd-server-name N name inferd's certificate must carry (default: the URL's host)\n"
+    "  --inferd-header 'NAME: VALUE'  metadata with every call to inferd (repeatable;\n"
+    "                         a restricted protocol wants triton-grpc-protocol-<key>)\n";
 
 [[noreturn]] void Usage(const std::string& problem) {
   std::cerr << "infer-gateway: " << problem << "\n" << kUsage;
@@ -49,10 +57,36 @@ int Int(const std::string& flag, const char* value, int lo, int hi) {
 struct Flags {
   inferd::middleman::ServiceOptions service;
   inferd::middleman::InferdPoolOptions pool;
+  bool inferd_tls = false;
+  inferd::middleman::InferdTlsFiles inferd_tls_files;
   inferd::gateway::GatewayOptions gateway;
   std::string shm = "none";
   inferd::middleman::ShmPoolOptions shm_options;
 };
+
+// Applies one of the flags for TLS and metadata to inferd; false if `flag`
+// is not one. The files are read after parsing (BuildInferdCredentials).
+bool ApplyInferdConnectionFlag(const std::string& flag, const char* v, Flags& f) {
+  if (flag == "--inferd-ca") {
+    f.inferd_tls_files.ca_file = v;
+  } else if (flag == "--inferd-cert") {
+    f.inferd_tls_files.cert_file = v;
+  } else if (flag == "--inferd-key") {
+    f.inferd_tls_files.key_file = v;
+  } else if (flag == "--inferd-server-name") {
+    f.pool.tls_server_name = v;
+  } else if (flag == "--inferd-header") {
+    std::pair<std::string, std::string> entry;
+    inferd::Status s = inferd::middleman::ParseInferdHeader(v, entry);
+    if (!s.ok()) Usage("--inferd-header: " + s.message());
+    f.pool.metadata.push_back(std::move(entry));
+    return true;
+  } else {
+    return false;
+  }
+  f.inferd_tls = true;
+  return true;
+}
 
 // Applies one flag and its value to `f`; false if the flag is unknown. Bad
 // values end the process through Usage.
@@ -105,10 +139,23 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
       std::cout << kUsage;
       return false;
     }
+    if (flag == "--inferd-ssl") {
+      f.inferd_tls = true;
+      continue;
+    }
     if (i + 1 >= argc) Usage("missing value after " + flag);
+    if (ApplyInferdConnectionFlag(flag, argv[i + 1], f)) {
+      ++i;
+      continue;
+    }
     if (!ApplyFlag(flag, argv[++i], f)) Usage("unknown flag " + flag);
   }
   if (f.pool.url.empty()) Usage("--inferd-url is required");
+  if (f.inferd_tls) {
+    auto credentials = inferd::middleman::InferdTlsCredentials(f.inferd_tls_files);
+    if (!credentials.ok()) Usage(credentials.status().message());
+    f.pool.credentials = std::move(*credentials);
+  }
   return true;
 }
 
@@ -142,6 +189,7 @@ int main(int argc, char** argv) {
   }
   if (shm_pool) shm_pool->Register();  // inferd may not be up yet: Acquire retries
   std::cerr << "infer-gateway: forwarding to inferd at " << po.url
+            << (po.credentials ? " over TLS" : "")
             << (shm_pool ? " (inputs through system shared memory)" : "") << "\n";
   if (service.grpc_port() >= 0) {
     std::cerr << "infer-gateway: gRPC listening on " << so.grpc_address << ":"

@@ -19,6 +19,12 @@
 // runs with CANCELLED. Every call has a deadline (the options' or the
 // pool's default).
 //
+// Hardened inferd: `credentials` (InferdTlsCredentials: TLS, mutual TLS)
+// secure every channel, and `metadata` goes with every call on the pool's
+// channels — those of Call and those made on NextStub() — by a channel
+// interceptor, e.g. the key of a restricted gRPC protocol
+// ("triton-grpc-protocol-<key>").
+//
 // Threading: Call may be called from any thread. Callbacks run on gRPC's
 // threads and must not block; post compute-bound work elsewhere
 // (Service::Compute). Shutdown (and the destructor) cancels calls in flight
@@ -35,9 +41,12 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "grpc_service.grpc.pb.h"
 #include "middleman/metrics_registry.h"
 
@@ -50,7 +59,30 @@ struct InferdPoolOptions {
   int channels = 4;
   std::chrono::milliseconds default_timeout{10000};
   int max_message_bytes = 64 << 20;
+  // Null: plain text. (Initialised members: designated initialisers that
+  // leave them out stay warning-free.)
+  std::shared_ptr<::grpc::ChannelCredentials> credentials = nullptr;
+  // The name inferd's certificate must carry, when not the URL's host.
+  std::string tls_server_name = {};
+  // Sent with every call; keys as ParseInferdHeader makes them.
+  std::vector<std::pair<std::string, std::string>> metadata = {};
 };
+
+// PEM files of TLS to inferd; empty ca_file: gRPC's roots; cert_file and
+// key_file for mutual TLS (both or neither).
+struct InferdTlsFiles {
+  std::string ca_file, cert_file, key_file;
+};
+
+// SSL credentials from the files; INVALID_ARGUMENT naming the file that
+// cannot be read or is not PEM.
+StatusOr<std::shared_ptr<::grpc::ChannelCredentials>> InferdTlsCredentials(
+    const InferdTlsFiles& files);
+
+// "name: value" as a metadata entry: the name lower-cased and checked
+// ([0-9a-z_.-], not grpc-*, not -bin), the value printable ASCII;
+// INVALID_ARGUMENT naming the problem.
+Status ParseInferdHeader(std::string_view spec, std::pair<std::string, std::string>& out);
 
 struct CallOptions {
   // Zero: now + the pool's default timeout.

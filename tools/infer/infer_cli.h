@@ -27,6 +27,9 @@ struct Options {
   std::vector<std::string> outputs;  // --output NAME
   std::string request_id;            // --id
   int classification = 0;            // --classification N
+  // --ssl, --ca, --cert, --key, --server-name, --insecure, -H (https:// in
+  // -u turns TLS on for HTTP too).
+  client::ClientOptions connection;
 };
 
 // An error for the user, with its exit code.

@@ -1,6 +1,7 @@
 // infer: a command-line client for KServe v2 servers (inferd, Triton), on
 // libinferclient. See Usage() below and docs/clients.md.
 #include <cstdio>
+#include <functional>
 #include <iostream>
 
 #include "infer_cli.h"
@@ -27,8 +28,49 @@ Options:
   -i http|grpc   protocol (default http)
   -x VERSION     model version (default: the server's choice)
   --json         machine-readable JSON on stdout
+TLS and headers (a deployment with --http-use-ssl/--grpc-use-ssl or restricted APIs):
+  --ssl                   TLS (also: -u https://HOST:PORT with -i http)
+  --ca FILE               PEM certificate authorities to trust (default: the system's);
+                          also --root-certificates, --ca-certs
+  --cert FILE, --key FILE client certificate chain and private key (mutual TLS);
+                          also --certificate-chain/--cert-file, --private-key/--key-file
+  --server-name NAME      name the server's certificate must carry (default: the host)
+  --insecure              HTTPS: accept any server certificate (gRPC always verifies)
+  -H 'NAME: VALUE'        header sent with every request (gRPC: metadata, name in lower
+                          case; a restricted gRPC API wants triton-grpc-protocol-<key>)
+                          repeatable
 Exit codes: 0 ok, 1 the server reported an error, 2 bad usage or input, 3 unreachable.
 )";
+}
+
+// Applies a TLS or header flag; false when `a` is not one. --ca, --cert,
+// --key and --server-name imply --ssl.
+bool ParseConnectionFlag(const std::string& a, const std::function<std::string()>& value,
+                         client::ClientOptions& c) {
+  client::TlsOptions& tls = c.tls;
+  if (a == "--ssl") {
+    tls.enabled = true;
+  } else if (a == "--ca" || a == "--root-certificates" || a == "--ca-certs") {
+    tls.ca_file = value();
+  } else if (a == "--cert" || a == "--certificate-chain" || a == "--cert-file") {
+    tls.cert_file = value();
+  } else if (a == "--key" || a == "--private-key" || a == "--key-file") {
+    tls.key_file = value();
+  } else if (a == "--server-name") {
+    tls.server_name = value();
+  } else if (a == "--insecure") {
+    tls.verify_peer = false;
+    tls.verify_host = 0;
+  } else if (a == "-H" || a == "--header") {
+    client::Header h;
+    client::ClientStatus st = client::ParseHeader(value(), h);
+    if (!st.ok) throw CliError{kUsage, "-H: " + st.message};
+    c.headers.push_back(std::move(h));
+  } else {
+    return false;
+  }
+  if (a != "-H" && a != "--header") tls.enabled = true;
+  return true;
 }
 
 Options Parse(int argc, char** argv) {
@@ -39,7 +81,9 @@ Options Parse(int argc, char** argv) {
       if (i + 1 >= argc) throw CliError{kUsage, "flag " + a + " needs a value"};
       return argv[++i];
     };
-    if (a == "-u" || a == "--url")
+    if (ParseConnectionFlag(a, value, o.connection))
+      continue;
+    else if (a == "-u" || a == "--url")
       o.url = value();
     else if (a == "-i" || a == "--protocol")
       o.protocol = value();
@@ -78,6 +122,8 @@ Options Parse(int argc, char** argv) {
   if (o.protocol != "http" && o.protocol != "grpc")
     throw CliError{kUsage, "-i must be http or grpc, not '" + o.protocol + "'"};
   if (o.url.empty()) o.url = o.protocol == "grpc" ? "localhost:8001" : "localhost:8000";
+  if (o.protocol == "grpc" && o.url.rfind("https://", 0) == 0)
+    throw CliError{kUsage, "-u https:// is for HTTP; with -i grpc use --ssl and HOST:PORT"};
   return o;
 }
 
@@ -95,7 +141,7 @@ int main(int argc, char** argv) {
     return e.code;
   }
   std::string error;
-  auto client = inferd::client::MakeClient(o.protocol, o.url, error);
+  auto client = inferd::client::MakeClient(o.protocol, o.url, o.connection, error);
   if (!client) {
     std::cerr << "infer: " << error << "\n";
     return kUsage;

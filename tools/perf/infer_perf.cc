@@ -399,6 +399,7 @@ LevelResult MeasureLevel(const Options& o, const TransportFactory& factory, int 
 int main(int argc, char** argv) {
   using namespace inferd::perf;
   const Options o = ParseOptions(argc, argv);
+  const inferd::client::ClientOptions& conn = o.connection.For(o.protocol);
   // Metadata comes over the protocol under test; the server-side statistics
   // over HTTP (for gRPC: the gRPC URL's host with port 8000, or
   // INFER_PERF_HTTP_URL), and are left out of the report when unreachable.
@@ -407,11 +408,11 @@ int main(int argc, char** argv) {
     http_url = o.url.substr(0, o.url.rfind(':')) + ":8000";
     if (const char* e = std::getenv("INFER_PERF_HTTP_URL")) http_url = e;
   }
-  inferd::client::HttpClient http(http_url);
+  inferd::client::HttpClient http(http_url, o.connection.http);
   std::string metadata_json;
   {
     std::string error;
-    auto client = inferd::client::MakeClient(o.protocol, o.url, error);
+    auto client = inferd::client::MakeClient(o.protocol, o.url, conn, error);
     inferd::client::ModelMetadata md;
     inferd::client::ClientStatus st;
     if (client) st = client->GetModelMetadata(o.model, o.version, md);
@@ -437,7 +438,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<SystemShmRegion> shm;
   if (o.shared_memory == "system") {
     std::string error;
-    control = inferd::client::MakeClient(o.protocol, o.url, error);
+    control = inferd::client::MakeClient(o.protocol, o.url, conn, error);
     std::vector<std::string> outputs;
     size_t out_bytes = 0;
     if (control && OutputSlots(o, *control, request, outputs, out_bytes, error))
@@ -447,7 +448,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  TransportFactory factory = MakeTransportFactory(o.protocol, o.url, request, o.streaming);
+  TransportFactory factory = MakeTransportFactory(o.protocol, o.url, conn, request, o.streaming);
   if (!factory) {
     std::cerr << "infer-perf: protocol '" << o.protocol << "' is not available in this build\n";
     return 1;

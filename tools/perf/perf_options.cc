@@ -35,6 +35,21 @@ namespace {
                                  registered with the server (needs --allow-client-shm=true)
   --output-shared-memory-size B  bytes per output in the region (default: the largest output
                                  of one probe request)
+TLS and headers (perf_analyzer's names; docs/clients.md):
+  --ssl-grpc-use-ssl                        gRPC over TLS
+  --ssl-grpc-root-certifications-file FILE  PEM CAs to trust (default: gRPC's roots)
+  --ssl-grpc-certificate-chain-file FILE    client certificate chain (mutual TLS)
+  --ssl-grpc-private-key-file FILE          its private key
+  -u https://HOST:PORT                      HTTP over TLS; then:
+  --ssl-https-ca-certificates-file FILE     PEM CAs to trust (default: the system's)
+  --ssl-https-client-certificate-file FILE  client certificate (mutual TLS)
+  --ssl-https-client-certificate-type PEM   (DER is not supported)
+  --ssl-https-private-key-file FILE         its private key
+  --ssl-https-private-key-type PEM          (DER is not supported)
+  --ssl-https-verify-peer 0|1               check the server's certificate (default 1)
+  --ssl-https-verify-host 0|1|2             check the name in it (default 2; 1 is 2)
+  -H 'NAME:VALUE'                           header with every request, repeatable; also
+                                            sent as gRPC metadata (name in lower case)
 )";
   std::exit(2);
 }
@@ -62,12 +77,77 @@ void AddShape(const std::string& s, Options& o) {
   o.shapes[s.substr(0, colon)] = dims;
 }
 
+// Applies a TLS or header flag (perf_analyzer's names) to `c`; false when
+// `a` is not one.
+bool ParseConnectionFlag(const std::string& a, const std::function<std::string()>& value,
+                         ConnectionOptions& c) {
+  client::TlsOptions& g = c.grpc.tls;
+  client::TlsOptions& h = c.http.tls;
+  auto pem_only = [&](const std::string& type) {
+    if (type == "DER") Usage(a + "=DER is not supported (convert to PEM with openssl)");
+    if (type != "PEM") Usage(a + " must be PEM");
+  };
+  auto bit = [&](int max) {
+    const int v = std::stoi(value());
+    if (v < 0 || v > max) Usage(a + " must be 0.." + std::to_string(max));
+    return v;
+  };
+  if (a == "--ssl-grpc-use-ssl")
+    g.enabled = true;
+  else if (a == "--ssl-grpc-root-certifications-file")
+    g.ca_file = value();
+  else if (a == "--ssl-grpc-certificate-chain-file")
+    g.cert_file = value();
+  else if (a == "--ssl-grpc-private-key-file")
+    g.key_file = value();
+  else if (a == "--ssl-https-ca-certificates-file")
+    h.ca_file = value();
+  else if (a == "--ssl-https-client-certificate-file")
+    h.cert_file = value();
+  else if (a == "--ssl-https-private-key-file")
+    h.key_file = value();
+  else if (a == "--ssl-https-client-certificate-type" || a == "--ssl-https-private-key-type")
+    pem_only(value());
+  else if (a == "--ssl-https-verify-peer")
+    h.verify_peer = bit(1) == 1;
+  else if (a == "--ssl-https-verify-host")
+    h.verify_host = bit(2);
+  else if (a == "-H") {
+    client::Header header;
+    const client::ClientStatus st = client::ParseHeader(value(), header);
+    if (!st.ok) Usage("-H: " + st.message);
+    c.http.headers.push_back(header);
+    c.grpc.headers.push_back(std::move(header));
+  } else
+    return false;
+  return true;
+}
+
+// The TLS and header flags against the protocol and URL: flags that would
+// otherwise be ignored are refused.
+void CheckConnection(const Options& o) {
+  const client::TlsOptions& g = o.connection.grpc.tls;
+  const client::TlsOptions& h = o.connection.http.tls;
+  const bool grpc_files = !g.ca_file.empty() || !g.cert_file.empty() || !g.key_file.empty();
+  if (grpc_files && !g.enabled) Usage("--ssl-grpc-*-file flags need --ssl-grpc-use-ssl");
+  if ((g.enabled || grpc_files) && o.protocol != "grpc") Usage("--ssl-grpc-* flags need -i grpc");
+  const bool https_flags = !h.ca_file.empty() || !h.cert_file.empty() || !h.key_file.empty() ||
+                           !h.verify_peer || h.verify_host != 2;
+  if (https_flags && o.protocol == "http" && o.url.rfind("https://", 0) != 0)
+    Usage("--ssl-https-* flags need -u https://HOST:PORT");
+  const client::ClientStatus st =
+      client::CheckOptions(o.connection.For(o.protocol), o.protocol == "grpc");
+  if (!st.ok) Usage(st.message);
+}
+
 // Applies flag `a` to `o`; `value` returns the flag's value (and ends the
 // process when it has none). Unknown flags and bad values end the process
 // through Usage; std::sto* throw invalid_argument or out_of_range.
 void ApplyFlag(const std::string& a, const std::function<std::string()>& value, Options& o,
                bool& url_set) {
-  if (a == "-m")
+  if (ParseConnectionFlag(a, value, o.connection))
+    return;
+  else if (a == "-m")
     o.model = value();
   else if (a == "-x")
     o.version = value();
@@ -138,6 +218,7 @@ void CheckOptions(Options& o, bool url_set) {
     Usage("bad -b, --measurement-interval or --percentile");
   }
   if (o.warmup_ms < 0) o.warmup_ms = o.interval_ms;
+  CheckConnection(o);
 }
 
 }  // namespace

@@ -7,7 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "inferd/client/client_options.h"
+
 namespace inferd::perf {
+
+// How infer-perf reaches the server: perf_analyzer's --ssl-grpc-*,
+// --ssl-https-* and -H flags (ParseConnectionFlag).
+struct ConnectionOptions {
+  client::ClientOptions grpc;  // -i grpc: --ssl-grpc-*, -H as metadata
+  client::ClientOptions http;  // every HTTP connection: --ssl-https-*, -H
+  // The options for `protocol` ("http" or "grpc").
+  const client::ClientOptions& For(const std::string& protocol) const {
+    return protocol == "grpc" ? grpc : http;
+  }
+};
 
 struct Options {
   std::string model;
@@ -33,6 +46,7 @@ struct Options {
   std::string plot;
   std::string shared_memory = "none";  // none | system
   size_t output_shm_size = 0;          // 0: from the model's metadata
+  ConnectionOptions connection;
 };
 
 // Parses argv; on an unknown or malformed flag prints the error and the usage

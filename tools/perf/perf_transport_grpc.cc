@@ -13,8 +13,9 @@ namespace {
 
 class UnaryTransport : public Transport {
  public:
-  UnaryTransport(const std::string& url, std::shared_ptr<const client::InferRequest> req)
-      : client_(url), req_(std::move(req)) {}
+  UnaryTransport(const std::string& url, const client::ClientOptions& options,
+                 std::shared_ptr<const client::InferRequest> req)
+      : client_(url, options), req_(std::move(req)) {}
   bool Infer(std::string& error) override {
     client::InferResult result;
     client::ClientStatus st = client_.Infer(*req_, result);
@@ -38,8 +39,9 @@ class UnaryTransport : public Transport {
 // reader's callback.
 class StreamTransport : public Transport {
  public:
-  StreamTransport(const std::string& url, std::shared_ptr<const client::InferRequest> req)
-      : client_(url), req_(std::move(req)) {
+  StreamTransport(const std::string& url, const client::ClientOptions& options,
+                  std::shared_ptr<const client::InferRequest> req)
+      : client_(url, options), req_(std::move(req)) {
     stream_ =
         client_.StartStream([this](const client::ClientStatus& st, const client::InferResult& r) {
           std::lock_guard<std::mutex> lock(mu_);
@@ -81,12 +83,15 @@ class StreamTransport : public Transport {
 }  // namespace
 
 TransportFactory MakeGrpcTransportFactory(const std::string& url,
+                                          const client::ClientOptions& options,
                                           const client::InferRequest& request, bool streaming) {
   auto req = std::make_shared<client::InferRequest>(request);
-  return [url, req = std::shared_ptr<const client::InferRequest>(req),
+  return [url, options, req = std::shared_ptr<const client::InferRequest>(req),
           streaming](std::string&) -> std::unique_ptr<Transport> {
-    if (streaming) return std::make_unique<StreamTransport>(url, req);
-    return std::make_unique<UnaryTransport>(url, req);
+    // A client that cannot be set up with `options` answers every Infer with
+    // the reason (main fetched the metadata with the same options first).
+    if (streaming) return std::make_unique<StreamTransport>(url, options, req);
+    return std::make_unique<UnaryTransport>(url, options, req);
   };
 }
 

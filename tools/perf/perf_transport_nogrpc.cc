@@ -3,7 +3,8 @@
 
 namespace inferd::perf {
 
-TransportFactory MakeGrpcTransportFactory(const std::string&, const client::InferRequest&, bool) {
+TransportFactory MakeGrpcTransportFactory(const std::string&, const client::ClientOptions&,
+                                          const client::InferRequest&, bool) {
   return {};
 }
 

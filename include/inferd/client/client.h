@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "inferd/client/client_options.h"
 #include "inferd/client/tensor.h"
 
 namespace inferd::client {
@@ -56,6 +57,11 @@ class Client {
  public:
   virtual ~Client() = default;
 
+  // Whether the client could be set up from its URL and ClientOptions (a
+  // bad header, an unreadable CA, certificate or key file); when not, every
+  // call answers this status. Connection problems show on the calls.
+  virtual ClientStatus SetupStatus() const = 0;
+
   virtual ClientStatus ServerLive(bool& live) = 0;
   virtual ClientStatus ServerReady(bool& ready) = 0;
   virtual ClientStatus ModelReady(const std::string& model, const std::string& version,
@@ -92,5 +98,10 @@ class Client {
 // build without it).
 std::unique_ptr<Client> MakeClient(const std::string& protocol, const std::string& url,
                                    std::string& error);
+// The same with TLS and custom headers; also nullptr with `error` when the
+// options cannot be used (SetupStatus not ok: the error names the file or
+// header).
+std::unique_ptr<Client> MakeClient(const std::string& protocol, const std::string& url,
+                                   const ClientOptions& options, std::string& error);
 
 }  // namespace inferd::client

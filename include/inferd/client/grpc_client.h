@@ -46,12 +46,17 @@ class GrpcStream {
 
 class GrpcClient : public Client {
  public:
-  // `url` is "host:port" (a "grpc://" prefix is accepted).
-  explicit GrpcClient(const std::string& url);
+  // `url` is "host:port" (a "grpc://" prefix is accepted). With
+  // options.tls.enabled the channel uses TLS (server name override through
+  // options.tls.server_name; verify_peer/verify_host do not apply: gRPC
+  // always verifies); options.headers go as metadata on every call and
+  // stream, names in lower case.
+  explicit GrpcClient(const std::string& url, const ClientOptions& options = {});
   ~GrpcClient() override;
   GrpcClient(const GrpcClient&) = delete;
   GrpcClient& operator=(const GrpcClient&) = delete;
 
+  ClientStatus SetupStatus() const override;
   ClientStatus ServerLive(bool& live) override;
   ClientStatus ServerReady(bool& ready) override;
   ClientStatus ModelReady(const std::string& model, const std::string& version,

@@ -8,6 +8,9 @@
 // included (make one client per thread for parallel requests); callbacks run
 // on the client's background thread. Errors: returned as ClientStatus, never
 // thrown. The destructor waits for queued asynchronous requests.
+// TLS (ClientOptions): both connections use one TLS context; a handshake
+// failure is an unreachable ClientStatus naming the reason (an untrusted
+// certificate, a name mismatch).
 #pragma once
 
 #include <cstdint>
@@ -29,13 +32,16 @@ struct HttpResponse {
 
 class HttpClient : public Client {
  public:
-  // `url` is "host:port" (an "http://" prefix is accepted).
-  explicit HttpClient(const std::string& url);
+  // `url` is "host:port"; an "http://" prefix is accepted, and "https://"
+  // turns TLS on (as options.tls.enabled does; default port 443).
+  explicit HttpClient(const std::string& url, const ClientOptions& options = {});
   ~HttpClient() override;
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // Raw requests on the keep-alive connection.
+  ClientStatus SetupStatus() const override;
+
+  // Raw requests on the keep-alive connection (the options' headers added).
   ClientStatus Get(const std::string& path, HttpResponse& out);
   ClientStatus Post(const std::string& path, const std::string& body,
                     const std::map<std::string, std::string>& headers, HttpResponse& out);
@@ -75,8 +81,7 @@ class HttpClient : public Client {
   ClientStatus GetJson(const std::string& path, std::string& json);
   ClientStatus PostJson(const std::string& path, const std::string& body, std::string* json);
 
-  std::string url_;
-  std::unique_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;          // endpoint (URL, TLS context, headers), connection
   std::unique_ptr<AsyncWorker> async_;  // started by the first AsyncInfer
 };
 
