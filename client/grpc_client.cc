@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -134,6 +135,7 @@ class GrpcClient::Impl {
     detail::ToProto(request, req);
     inference::ModelInferResponse resp;
     grpc::ClientContext ctx;
+    ctx.set_compression_algorithm(compression_);
     grpc::Status s = stub_->ModelInfer(&ctx, req, &resp);
     return Finish(s, resp, result);
   }
@@ -146,6 +148,7 @@ class GrpcClient::Impl {
       InferCallback done;
     };
     auto* call = new Call;
+    call->ctx.set_compression_algorithm(compression_);
     detail::ToProto(request, call->req);
     call->done = std::move(done);
     {
@@ -164,6 +167,7 @@ class GrpcClient::Impl {
   }
 
   inference::GRPCInferenceService::Stub* stub() { return stub_.get(); }
+  void set_compression(grpc_compression_algorithm a) { compression_ = a; }
 
  private:
   static ClientStatus Finish(const grpc::Status& s, const inference::ModelInferResponse& resp,
@@ -182,10 +186,24 @@ class GrpcClient::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   int outstanding_ = 0;  // asynchronous calls in flight, guarded by mu_
+  // Of Infer and AsyncInfer requests; set before the calls (SetCompression).
+  std::atomic<grpc_compression_algorithm> compression_{GRPC_COMPRESS_NONE};
 };
 
 GrpcClient::GrpcClient(const std::string& url) : impl_(std::make_unique<Impl>(url)) {}
 GrpcClient::~GrpcClient() = default;
+
+bool GrpcClient::SetCompression(const std::string& algorithm) {
+  if (algorithm == "none")
+    impl_->set_compression(GRPC_COMPRESS_NONE);
+  else if (algorithm == "gzip")
+    impl_->set_compression(GRPC_COMPRESS_GZIP);
+  else if (algorithm == "deflate")
+    impl_->set_compression(GRPC_COMPRESS_DEFLATE);
+  else
+    return false;
+  return true;
+}
 
 using Stub = inference::GRPCInferenceService::Stub;
 
