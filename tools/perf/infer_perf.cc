@@ -362,7 +362,9 @@ bool OverThreshold(const Options& o, const LevelResult& r) {
 std::vector<LevelResult> Sweep(const Run& run) {
   const Options& o = run.o;
   auto measure = [&](double level) {
-    return o.rate_mode ? MeasureLevel(run, 0, level) : MeasureLevel(run, int(level), 0);
+    const int concurrency = o.rate_mode ? 0 : int(level);
+    const double rate = o.rate_mode ? level : 0;
+    return MeasureLevel(run, concurrency, rate);
   };
   std::vector<LevelResult> out;
   if (!o.intervals_us.empty()) {
@@ -403,7 +405,8 @@ namespace {
 
 // The model's inputs (as the metadata JSON BuildInputs reads) and whether
 // it is a sequence model (its configuration has sequence_batching), over
-// the protocol under test; false with a message on stderr.
+// the protocol under test; false with a message on stderr when the metadata
+// cannot be read.
 bool ReadModel(const Options& o, std::string& metadata_json, bool& sequence_model) {
   std::string error;
   auto client = client::MakeClient(o.protocol, o.url, error);
@@ -416,12 +419,17 @@ bool ReadModel(const Options& o, std::string& metadata_json, bool& sequence_mode
     return false;
   }
   metadata_json = MetadataJson(md);
+  // Servers without the configuration API (bench/http's nginx stands in for
+  // inferd with metadata and infer only) are measured as plain models.
   std::string config;
   st = client->GetModelConfig(o.model, o.version, config);
   if (!st.ok) {
-    std::cerr << "infer-perf: cannot get the configuration of model '" << o.model
-              << "': " << st.message << "\n";
-    return false;
+    sequence_model = false;
+    if (o.sequence_flags_set) {
+      std::cerr << "infer-perf: note: cannot read the configuration of model '" << o.model << "' ("
+                << st.message << "): measuring it as a model without sequences\n";
+    }
+    return true;
   }
   rapidjson::Document d;
   d.Parse(config.c_str());

@@ -139,7 +139,7 @@ class ClientLoad : public LoadGenerator {
     Begin();
     const auto begin = Clock::now();
     clients_[k % clients_.size()]->AsyncInfer(
-        req, [this, k, begin](client::ClientStatus st, client::InferResult r) {
+        req, [this, k, begin](const client::ClientStatus& st, const client::InferResult& r) {
           Complete(begin, st, r, k);
           if (!stop_) Issue(k);
           End();
@@ -158,7 +158,7 @@ class ClientLoad : public LoadGenerator {
       }
       Begin();
       clients_[n % clients_.size()]->AsyncInfer(
-          req, [this, begin, slot](client::ClientStatus st, client::InferResult r) {
+          req, [this, begin, slot](const client::ClientStatus& st, const client::InferResult& r) {
             Complete(begin, st, r, slot);
             End();
           });
