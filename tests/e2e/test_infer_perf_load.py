@@ -62,7 +62,8 @@ class InferPerfSequenceTest(PerfTestCase):
                 p = self.perf("-m", "accumulator", "--request-rate-range", "200",
                               "--num-of-sequences", "3", "--sequence-id-range", "200:203",
                               "--serial-sequences", "--sequence-length", "5",
-                              "--sequence-length-variation", "0", "--json", protocol=protocol)
+                              "--sequence-length-variation", "0", "--max-threads", "4", "--json",
+                              protocol=protocol)
                 r = p.report["results"][0]
                 self.assertGreater(r["requests"], 0)
                 self.assertEqual(r["errors"], 0)
@@ -122,7 +123,7 @@ class InferPerfAsyncAndCompressionTest(PerfTestCase):
     def test_grpc_compression_shrinks_the_requests_on_the_wire(self):
         # 64 KiB of zeros a request, 20 requests a second for about a second.
         args = ("-m", "identity", "--shape", "INPUT0:16384", "--input-data", "zero",
-                "--request-rate-range", "20", "--json")
+                "--request-rate-range", "20", "--max-threads", "4", "--json")
         p, plain = self.through_relay(*args)
         requests = p.report["results"][0]["requests"]
         self.assertGreater(plain.sent, requests * 65536)
@@ -158,7 +159,8 @@ class InferPerfRequestIntervalsTest(PerfTestCase):
         for gaps, rate, low, high in (((20000,), 50, 35, 56), ((5000, 95000), 20, 14, 23)):
             with self.subTest(gaps=gaps):
                 p = self.perf("-m", "simple", "--request-intervals", self.intervals(*gaps),
-                              "--measurement-interval", "1000", "--max-trials", "1", "--json",
+                              "--measurement-interval", "1000", "--max-trials", "1",
+                              "--max-threads", "4", "--json",
                               short=False)
                 r = p.report["results"][0]
                 self.assertAlmostEqual(r["request_rate"], rate, places=3)
