@@ -50,6 +50,23 @@ class InferPerfSequenceTest(PerfTestCase):
                 self.assertGreaterEqual(self.success_count("accumulator") - before, r["requests"])
                 self.assert_ended([100, 101])
 
+    def test_sequence_length_sets_the_requests_per_sequence(self):
+        # What the client sent, read off the wire: with --sequence-length 4 and no
+        # variation, one request in four starts a sequence and one in four ends one.
+        relay = Relay(self.server.port)
+        try:
+            self.perf("-m", "accumulator", "--concurrency-range", "1", "--sequence-length", "4",
+                      "--sequence-length-variation", "0", "--sync", port=relay.port)
+        finally:
+            relay.close()
+        data = bytes(relay.data)
+        posts = data.count(b"POST /v2/models/accumulator/infer")
+        starts = data.count(b'"sequence_start":true')
+        ends = data.count(b'"sequence_end":true')
+        self.assertGreater(posts, 40)
+        self.assertLessEqual(abs(starts * 4 - posts), 4)
+        self.assertLessEqual(abs(ends * 4 - posts), 4)
+
     def test_sequence_models_default_to_async_and_say_so(self):
         p = self.perf("-m", "accumulator", "--sequence-length", "3", *COUNT)
         self.assertIn("API: async  Sequences: yes", p.stdout)
