@@ -67,6 +67,12 @@ class InferPerfMetricsTest(PerfTestCase):
         self.assertIn("--verbose-csv needs -f FILE", p.stderr)
 
 
+# Sweeps over step100 measure each level in steady state: a warm-up longer than the
+# initial burst of queued requests, then one window of at least 1 s.
+STEADY = ("--warmup-ms", "900", "--measurement-mode", "count_windows",
+          "--measurement-request-count", "5", "--max-trials", "1")
+
+
 class InferPerfWindowsAndSweepTest(PerfTestCase):
     def test_count_windows_wait_for_the_request_count(self):
         # 100 ms a request: a 300 ms time window holds about 3, a count window
@@ -85,11 +91,11 @@ class InferPerfWindowsAndSweepTest(PerfTestCase):
     def test_latency_threshold_stops_the_sweep(self):
         # Latency is about concurrency x 100 ms: 2 is past 150 ms, so 3 and 4 never run.
         p = self.perf("-m", "step100", "--concurrency-range", "1:4", "-l", "150", "--json",
-                      "--max-trials", "1")
+                      *STEADY)
         self.assertEqual([r["concurrency"] for r in p.report["results"]], [1, 2])
         # An end of 0 runs until the threshold; it needs one.
         p = self.perf("-m", "step100", "--concurrency-range", "1:0", "--latency-threshold", "150",
-                      "--json", "--max-trials", "1")
+                      "--json", *STEADY)
         self.assertEqual([r["concurrency"] for r in p.report["results"]], [1, 2])
         p = self.perf("-m", "simple", "--concurrency-range", "1:0", check=False)
         self.assertEqual(p.returncode, 2)
@@ -98,7 +104,7 @@ class InferPerfWindowsAndSweepTest(PerfTestCase):
     def test_binary_search_halves_the_range(self):
         # 1 is within 250 ms, 8 is not, then the middle: 4 (not within).
         p = self.perf("-m", "step100", "--concurrency-range", "1:8", "--binary-search", "-l",
-                      "250", "--json", "--max-trials", "1")
+                      "250", "--json", *STEADY)
         levels = [r["concurrency"] for r in p.report["results"]]
         self.assertEqual(levels[:3], [1, 8, 4])
         self.assertLessEqual(len(levels), 5)
