@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -192,6 +193,7 @@ class GrpcClient::Impl {
     inference::ModelInferResponse resp;
     grpc::ClientContext ctx;
     AddHeaders(options_.headers, ctx);
+    ctx.set_compression_algorithm(compression_);
     grpc::Status s = stub_->ModelInfer(&ctx, req, &resp);
     return Finish(s, resp, result);
   }
@@ -209,6 +211,7 @@ class GrpcClient::Impl {
     };
     auto* call = new Call;
     AddHeaders(options_.headers, call->ctx);
+    call->ctx.set_compression_algorithm(compression_);
     detail::ToProto(request, call->req);
     call->done = std::move(done);
     {
@@ -229,6 +232,7 @@ class GrpcClient::Impl {
   inference::GRPCInferenceService::Stub* stub() { return stub_.get(); }
   const ClientStatus& setup() const { return setup_; }
   const std::vector<Header>& headers() const { return options_.headers; }
+  void set_compression(grpc_compression_algorithm a) { compression_ = a; }
 
  private:
   ClientStatus Finish(const grpc::Status& s, const inference::ModelInferResponse& resp,
@@ -250,6 +254,8 @@ class GrpcClient::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   int outstanding_ = 0;  // asynchronous calls in flight, guarded by mu_
+  // Of Infer and AsyncInfer requests; set before the calls (SetCompression).
+  std::atomic<grpc_compression_algorithm> compression_{GRPC_COMPRESS_NONE};
 };
 
 GrpcClient::GrpcClient(const std::string& url, const ClientOptions& options)
@@ -257,6 +263,17 @@ GrpcClient::GrpcClient(const std::string& url, const ClientOptions& options)
 GrpcClient::~GrpcClient() = default;
 
 ClientStatus GrpcClient::SetupStatus() const { return impl_->setup(); }
+bool GrpcClient::SetCompression(const std::string& algorithm) {
+  if (algorithm == "none")
+    impl_->set_compression(GRPC_COMPRESS_NONE);
+  else if (algorithm == "gzip")
+    impl_->set_compression(GRPC_COMPRESS_GZIP);
+  else if (algorithm == "deflate")
+    impl_->set_compression(GRPC_COMPRESS_DEFLATE);
+  else
+    return false;
+  return true;
+}
 
 using Stub = inference::GRPCInferenceService::Stub;
 

@@ -6,7 +6,6 @@
 #include <sstream>
 
 namespace inferd::perf {
-namespace {
 
 [[noreturn]] void Usage(const std::string& error) {
   if (!error.empty()) std::cerr << "infer-perf: " << error << "\n\n";
@@ -50,9 +49,11 @@ TLS and headers (perf_analyzer's names; docs/clients.md):
   --ssl-https-verify-host 0|1|2             check the name in it (default 2; 1 is 2)
   -H 'NAME:VALUE'                           header with every request, repeatable; also
                                             sent as gRPC metadata (name in lower case)
-)";
+)" << LoadUsageText();
   std::exit(2);
 }
+
+namespace {
 
 void ParseRange(const std::string& s, double& a, double& b, double& step) {
   std::vector<double> parts;
@@ -63,7 +64,8 @@ void ParseRange(const std::string& s, double& a, double& b, double& step) {
   a = parts[0];
   b = parts.size() > 1 ? parts[1] : a;
   step = parts.size() > 2 ? parts[2] : 1;
-  if (a <= 0 || b < a || step <= 0) Usage("bad range '" + s + "'");
+  // An end of 0 sweeps until the latency threshold (-l) is exceeded.
+  if (a <= 0 || (b < a && b != 0) || step <= 0) Usage("bad range '" + s + "'");
 }
 
 // --shape NAME:D1,D2: the dims (without batch) of input NAME.
@@ -164,9 +166,11 @@ void ApplyFlag(const std::string& a, const std::function<std::string()>& value, 
     o.c_start = int(s);
     o.c_end = int(e);
     o.c_step = int(d);
+    o.concurrency_set = true;
   } else if (a == "--request-rate-range") {
     ParseRange(value(), o.r_start, o.r_end, o.r_step);
     o.rate_mode = true;
+    o.rate_set = true;
   } else if (a == "--request-distribution") {
     const std::string d = value();
     if (d != "constant" && d != "poisson")
@@ -202,9 +206,9 @@ void ApplyFlag(const std::string& a, const std::function<std::string()>& value, 
       Usage("--shared-memory must be none or system");
   } else if (a == "--output-shared-memory-size")
     o.output_shm_size = std::stoull(value());
-  else if (a == "-h" || a == "--help")
+  else if (a == "-h" || a == "--help" || a == "-?")
     Usage("");
-  else
+  else if (!ApplyLoadFlag(a, value, o))
     Usage("unknown flag '" + a + "'");
 }
 
@@ -219,6 +223,7 @@ void CheckOptions(Options& o, bool url_set) {
   }
   if (o.warmup_ms < 0) o.warmup_ms = o.interval_ms;
   CheckConnection(o);
+  CheckLoadOptions(o);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,10 +48,47 @@ struct Options {
   std::string shared_memory = "none";  // none | system
   size_t output_shm_size = 0;          // 0: from the model's metadata
   ConnectionOptions connection;
+
+  // ---- perf_analyzer's load, measurement and report flags (perf_options_load.cc) ----
+  bool concurrency_set = false, rate_set = false;  // the range flags were given
+  bool async = false;                              // -a/--async
+  bool sync_forced = false;                        // --sync (sequence models default to async)
+  bool count_windows = false;                      // --measurement-mode count_windows
+  int request_count = 50;                          // --measurement-request-count
+  std::string request_intervals;                   // --request-intervals FILE
+  std::vector<uint64_t> intervals_us;              // its gaps, read by CheckLoadOptions
+  int string_length = 128;                         // --string-length
+  std::string string_data;                         // --string-data
+  bool string_data_set = false;
+  int sequence_length = 20;                             // --sequence-length
+  double sequence_variation = 20;                       // --sequence-length-variation, percent
+  uint64_t sequence_id_start = 1, sequence_id_end = 0;  // --sequence-id-range; end 0: unbounded
+  int num_sequences = 4;                                // --num-of-sequences (rate mode)
+  bool serial_sequences = false;                        // --serial-sequences
+  bool sequence_flags_set = false;                      // any sequence flag was given
+  bool collect_metrics = false;                         // --collect-metrics
+  std::string metrics_url = "localhost:8002/metrics";
+  int metrics_interval_ms = 1000;
+  bool verbose_csv = false;               // --verbose-csv
+  double latency_threshold_ms = 0;        // -l/--latency-threshold; 0: none
+  bool binary_search = false;             // --binary-search
+  std::string grpc_compression = "none";  // --grpc-compression-algorithm
 };
 
 // Parses argv; on an unknown or malformed flag prints the error and the usage
 // to stderr and exits(2).
 Options ParseOptions(int argc, char** argv);
+
+// Usage text and exit(2) with `error` (perf_options.cc).
+[[noreturn]] void Usage(const std::string& error);
+
+// perf_analyzer's load, sequence, measurement, metrics and report flags
+// (perf_options_load.cc). ApplyLoadFlag returns false for a flag it does not
+// know; perf_analyzer flags infer-perf does not implement end the process
+// with "--X is not supported (...)" and status 2. CheckLoadOptions checks
+// combinations and reads the --request-intervals file (exit 2 on error).
+bool ApplyLoadFlag(const std::string& flag, const std::function<std::string()>& value, Options& o);
+void CheckLoadOptions(Options& o);
+const char* LoadUsageText();
 
 }  // namespace inferd::perf

@@ -12,10 +12,82 @@
 namespace inferd::perf {
 namespace {
 
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// --collect-metrics in the JSON report: "server_metrics", with "gpus" empty
+// when the server reports no GPU families.
+void MetricsJson(JsonWriter& w, const ServerMetrics& m) {
+  auto num = [&](const char* k, double v) {
+    w.Key(k);
+    w.Double(std::round(v * 100) / 100);
+  };
+  w.Key("server_metrics");
+  w.StartObject();
+  w.Key("scrapes");
+  w.Int(m.scrapes);
+  w.Key("gpus");
+  w.StartArray();
+  for (const auto& g : m.gpus) {
+    w.StartObject();
+    w.Key("uuid");
+    w.String(g.uuid.c_str());
+    num("utilization_avg", g.utilization_avg);
+    num("power_usage_avg_w", g.power_avg_w);
+    num("memory_used_max_bytes", g.memory_used_max);
+    num("memory_total_bytes", g.memory_total);
+    w.EndObject();
+  }
+  w.EndArray();
+  if (m.has_cpu) {
+    num("cpu_utilization_avg", m.cpu_utilization_avg);
+    num("cpu_memory_used_max_bytes", m.cpu_memory_used_max);
+    num("cpu_memory_total_bytes", m.cpu_memory_total);
+  }
+  num("requests", m.requests);
+  num("inferences", m.inferences);
+  num("executions", m.executions);
+  num("request_us_per_request", m.request_us);
+  num("queue_us_per_request", m.queue_us);
+  num("compute_infer_us_per_request", m.compute_infer_us);
+  num("pending_requests_avg", m.pending_avg);
+  w.EndObject();
+}
+
+// --collect-metrics in the text report.
+void MetricsText(const ServerMetrics& m) {
+  if (m.scrapes == 0) {
+    std::printf("  Server metrics: none scraped\n");
+    return;
+  }
+  std::printf("  Server metrics (%d scrapes):", m.scrapes);
+  if (m.gpus.empty()) std::printf(" no GPU metrics (the server reports none: CPU only);");
+  for (const auto& g : m.gpus) {
+    std::printf(" GPU %s: utilization %.1f%%, power %.1f W, memory %.0f of %.0f MiB;",
+                g.uuid.c_str(), g.utilization_avg * 100, g.power_avg_w, g.memory_used_max / 1048576,
+                g.memory_total / 1048576);
+  }
+  if (m.has_cpu) {
+    std::printf(" CPU utilization %.1f%%, memory %.0f of %.0f MiB;", m.cpu_utilization_avg * 100,
+                m.cpu_memory_used_max / 1048576, m.cpu_memory_total / 1048576);
+  }
+  std::printf(
+      "\n    model: %.0f requests, %.0f inferences, %.0f executions, per request %.0f us "
+      "(queue %.0f us, compute infer %.0f us), %.1f pending on average\n",
+      m.requests, m.inferences, m.executions, m.request_us, m.queue_us, m.compute_infer_us,
+      m.pending_avg);
+}
+
+// perf_analyzer's verbose CSV cells for GPU metrics: "uuid:value;" per GPU.
+std::string GpuCell(const ServerMetrics& m, double GpuSummary::*field) {
+  std::string cell;
+  for (const auto& g : m.gpus) cell += g.uuid + ":" + std::to_string(g.*field) + ";";
+  return cell;
+}
+
 // The results as one JSON object on stdout.
 void ReportJson(const Options& o, const std::vector<LevelResult>& results) {
   rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  JsonWriter w(buf);
   w.StartObject();
   w.Key("model");
   w.String(o.model.c_str());
@@ -55,6 +127,7 @@ void ReportJson(const Options& o, const std::vector<LevelResult>& results) {
     w.Uint64(r.client.errors);
     w.Key("stable");
     w.Bool(r.stable);
+    if (o.collect_metrics) MetricsJson(w, r.metrics);
     w.EndObject();
   }
   w.EndArray();
@@ -79,6 +152,7 @@ void ReportText(const Options& o, const std::vector<LevelResult>& results) {
         "  Server: queue %.0f us, compute input %.0f us, compute infer %.0f us, "
         "compute output %.0f us, average batch %.2f\n",
         r.queue_us, r.input_us, r.infer_us, r.output_us, r.batch);
+    if (o.collect_metrics) MetricsText(r.metrics);
     if (!r.first_error.empty()) std::printf("  First error: %s\n", r.first_error.c_str());
   }
 }
@@ -89,7 +163,13 @@ void WriteCsv(const Options& o, const std::vector<LevelResult>& results) {
   f << (o.rate_mode ? "Request Rate" : "Concurrency")
     << ",Inferences/Second,Avg latency,p50 latency,p90 latency,p95 latency,p99 latency,"
        "Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,"
-       "Average Batch,Errors\n";
+       "Average Batch,Errors";
+  const bool metrics = o.collect_metrics && o.verbose_csv;
+  if (metrics) {
+    f << ",Avg GPU Utilization,Avg GPU Power Usage,Max GPU Memory Usage,Total GPU Memory,"
+         "Avg CPU Utilization,Max CPU Memory Usage,Server Requests,Server Request us";
+  }
+  f << "\n";
   for (const auto& r : results) {
     if (o.rate_mode)
       f << r.rate;
@@ -98,7 +178,15 @@ void WriteCsv(const Options& o, const std::vector<LevelResult>& results) {
     f << "," << r.client.throughput << "," << r.client.avg_us << "," << r.client.p50_us << ","
       << r.client.p90_us << "," << r.client.p95_us << "," << r.client.p99_us << "," << r.queue_us
       << "," << r.input_us << "," << r.infer_us << "," << r.output_us << "," << r.batch << ","
-      << r.client.errors << "\n";
+      << r.client.errors;
+    if (metrics) {
+      const ServerMetrics& m = r.metrics;
+      f << "," << GpuCell(m, &GpuSummary::utilization_avg) << ","
+        << GpuCell(m, &GpuSummary::power_avg_w) << "," << GpuCell(m, &GpuSummary::memory_used_max)
+        << "," << GpuCell(m, &GpuSummary::memory_total) << "," << m.cpu_utilization_avg << ","
+        << m.cpu_memory_used_max << "," << m.requests << "," << m.request_us;
+    }
+    f << "\n";
   }
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "latency_stats.h"
+#include "perf_metrics.h"
 #include "perf_options.h"
 
 namespace inferd::perf {
@@ -18,6 +19,7 @@ struct LevelResult {
   bool stable = false;
   double queue_us = 0, input_us = 0, infer_us = 0, output_us = 0, batch = 0;
   std::string first_error;
+  ServerMetrics metrics;  // --collect-metrics; metrics.scrapes == 0 otherwise
 };
 
 // Writes every report the options ask for: JSON (--json) or text on stdout,

@@ -81,6 +81,11 @@ class GrpcClient : public Client {
   // server (UNAVAILABLE, DEADLINE_EXCEEDED) as a non-OK ClientStatus.
   ClientStatus Infer(const InferRequest& request, InferResult& result) override;
   void AsyncInfer(const InferRequest& request, InferCallback done) override;
+  // Compresses the requests of Infer and AsyncInfer that follow with
+  // `algorithm`: "none" (the default), "gzip" or "deflate"; false (nothing
+  // changes) for any other name. Responses are compressed as the server
+  // chooses. Call it before the requests it is meant for.
+  bool SetCompression(const std::string& algorithm);
 
   // Opens a bidirectional stream on this client's channel. gRPC opens it
   // lazily: a server that cannot be reached shows as a failed Send or a
