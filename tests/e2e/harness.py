@@ -324,7 +324,9 @@ class ServerTestCase(unittest.TestCase):
     """Base class: one server per test class, started in setUpClass and always stopped.
 
     Subclasses set ``SERVER_ARGS`` and implement ``build_repository(cls, root)`` returning a
-    list of repository paths (or a single path).
+    list of repository paths (or a single path). ``start_server`` (how the server is launched)
+    and ``open_clients``/``close_clients`` (what talks to it) may be overridden; a failed
+    set-up still stops the server and removes ``cls.tmp``.
     """
 
     SERVER_ARGS = ()
@@ -344,10 +346,10 @@ class ServerTestCase(unittest.TestCase):
         try:
             repos = cls.build_repository(cls.tmp)
             cls.repos = [repos] if isinstance(repos, str) else list(repos)
-            cls.server = (cls.SERVER_CLASS or Server)(cls.repos, cls.SERVER_ARGS)
-            cls.server.start()
-            cls.client = cls.server.client()
+            cls.server = cls.start_server()
+            cls.open_clients()
         except BaseException:
+            cls.close_clients()
             if cls.server is not None:
                 cls.server.stop()
             shutil.rmtree(cls.tmp, ignore_errors=True)
@@ -356,10 +358,24 @@ class ServerTestCase(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         try:
+            cls.close_clients()
             if cls.server is not None:
                 cls.server.stop()
         finally:
             shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def start_server(cls):
+        """Launches and returns the server for ``cls.repos`` (set before this is called)."""
+        return (cls.SERVER_CLASS or Server)(cls.repos, cls.SERVER_ARGS).start()
+
+    @classmethod
+    def open_clients(cls):
+        cls.client = cls.server.client()
+
+    @classmethod
+    def close_clients(cls):
+        """Closes what open_clients opened; called even when set-up failed half-way."""
 
     # -- assertions --------------------------------------------------------------------------
 

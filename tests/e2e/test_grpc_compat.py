@@ -50,6 +50,26 @@ def generate_messages(out_dir):
     return pb, health
 
 
+class GrpcServerTestCase(harness.ServerTestCase):
+    """A ServerTestCase whose server also serves gRPC: ``cls.pb`` holds the generated messages
+    and ``cls.channel`` is an insecure channel to the server, closed at tear-down."""
+
+    SERVER_CLASS = harness.GrpcServer
+    channel = None
+
+    @classmethod
+    def open_clients(cls):
+        super().open_clients()
+        cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
+
+    @classmethod
+    def close_clients(cls):
+        if cls.channel is not None:
+            cls.channel.close()
+            cls.channel = None
+
+
 def int32s(values):
     return struct.pack("<%di" % len(values), *values)
 

@@ -19,15 +19,13 @@ by the onnx backend, so an inference tells whose weights were loaded.
 import base64
 import json
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import write_model, wait_until  # noqa: E402
-from test_grpc_compat import SERVICE, generate_messages, grpc  # noqa: E402
+from test_grpc_compat import SERVICE, GrpcServerTestCase, grpc  # noqa: E402
 
 try:
     import onnx
@@ -135,42 +133,33 @@ class LoadCalls:
         return msg
 
 
-@unittest.skipIf(grpc is None or onnx is None, "python3-grpcio or python3-onnx is not installed")
-class LoadApiTest(LoadCalls, harness.ServerTestCase):
+class ModelFilesTestCase(LoadCalls, GrpcServerTestCase):
+    """A server on both protocols whose $TMPDIR (where model files go) is ``cls.tmpdir``."""
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="inferd-load-api-")
+    def start_server(cls):
         cls.tmpdir = os.path.join(cls.tmp, "tmpdir")
-        try:
-            repo = os.path.join(cls.tmp, "models")
-            write_model(repo, "simple", harness.SIMPLE_CONFIG)
-            write_model(repo, "scale", SCALE_PBTXT)
-            with open(os.path.join(repo, "scale", "1", "model.onnx"), "wb") as f:
-                f.write(scale_onnx([1, 2, 3, 4]))
-            write_model(repo, "no_backend", harness.identity_config("no_backend", "TYPE_FP32")
-                        .replace('backend: "identity"', 'backend: "no_such_backend"'))
-            write_model(repo, "garbage_onnx", SCALE_PBTXT.replace('"scale"', '"garbage_onnx"'),
-                        files={"1/model.onnx": "this is not an ONNX model"})
-            write_model(repo, "bad_text", 'name: "bad_text"\nbackend: "identity"\ninput [ {\n')
-            cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
-            cls.server = start([repo], ("--model-control-mode=explicit", "--load-model=simple"),
-                               cls.tmpdir)
-            cls.client = cls.server.client()
-            cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
-        except BaseException:
-            if getattr(cls, "server", None) is not None:
-                cls.server.stop()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
+        return start(cls.repos, cls.SERVER_ARGS, cls.tmpdir)
+
+
+@unittest.skipIf(grpc is None or onnx is None, "python3-grpcio or python3-onnx is not installed")
+class LoadApiTest(ModelFilesTestCase):
+
+    SERVER_ARGS = ("--model-control-mode=explicit", "--load-model=simple")
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.channel.close()
-            cls.server.stop()
-        finally:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        write_model(repo, "simple", harness.SIMPLE_CONFIG)
+        write_model(repo, "scale", SCALE_PBTXT)
+        with open(os.path.join(repo, "scale", "1", "model.onnx"), "wb") as f:
+            f.write(scale_onnx([1, 2, 3, 4]))
+        write_model(repo, "no_backend", harness.identity_config("no_backend", "TYPE_FP32")
+                    .replace('backend: "identity"', 'backend: "no_such_backend"'))
+        write_model(repo, "garbage_onnx", SCALE_PBTXT.replace('"scale"', '"garbage_onnx"'),
+                    files={"1/model.onnx": "this is not an ONNX model"})
+        write_model(repo, "bad_text", 'name: "bad_text"\nbackend: "identity"\ninput [ {\n')
+        return [repo]
 
     def tearDown(self):
         self.assertServerAlive()
@@ -307,41 +296,22 @@ class LoadApiTest(LoadCalls, harness.ServerTestCase):
 
 
 @unittest.skipIf(grpc is None or onnx is None, "python3-grpcio or python3-onnx is not installed")
-class LoadFilesLimitsTest(LoadCalls, unittest.TestCase):
+class LoadFilesLimitsTest(ModelFilesTestCase):
     """Files are bounded by the request that carries them; a restricted deployment refuses
     them without the key; shutdown removes them."""
 
     LIMIT = 4096
 
-    @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="inferd-load-limits-")
-        cls.tmpdir = os.path.join(cls.tmp, "tmpdir")
-        try:
-            cls.repo = os.path.join(cls.tmp, "models")
-            write_model(cls.repo, "simple", harness.SIMPLE_CONFIG)
-            cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
-            cls.server = start(
-                [cls.repo],
-                ("--model-control-mode=explicit", "--load-model=simple",
-                 "--http-max-input-size=%d" % cls.LIMIT, "--grpc-max-message-size=%d" % cls.LIMIT,
-                 "--http-restricted-api=model-repository:admin-key=s3cret",
-                 "--grpc-restricted-protocol=model-repository:admin-key=s3cret"), cls.tmpdir)
-            cls.client = cls.server.client()
-            cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
-        except BaseException:
-            if getattr(cls, "server", None) is not None:
-                cls.server.stop()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
+    SERVER_ARGS = ("--model-control-mode=explicit", "--load-model=simple",
+                   "--http-max-input-size=%d" % LIMIT, "--grpc-max-message-size=%d" % LIMIT,
+                   "--http-restricted-api=model-repository:admin-key=s3cret",
+                   "--grpc-restricted-protocol=model-repository:admin-key=s3cret")
 
     @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.channel.close()
-            cls.server.stop()
-        finally:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+    def build_repository(cls, root):
+        cls.repo = os.path.join(root, "models")
+        write_model(cls.repo, "simple", harness.SIMPLE_CONFIG)
+        return [cls.repo]
 
     KEY = {"admin-key": "s3cret"}
     GRPC_KEY = [("triton-grpc-protocol-admin-key", "s3cret")]

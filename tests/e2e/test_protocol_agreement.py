@@ -16,15 +16,13 @@ as in test_grpc_compat.py.
 import base64
 import json
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from test_grpc_compat import SERVICE, generate_messages, grpc, int32s  # noqa: E402
+from test_grpc_compat import SERVICE, GrpcServerTestCase, grpc, int32s  # noqa: E402
 
 # src/core/status.cc HttpStatusFromCode, by gRPC code value.
 HTTP_STATUS = {0: 200, 1: 400, 2: 500, 3: 400, 4: 504, 5: 404, 6: 400, 7: 403, 8: 429, 9: 400,
@@ -39,32 +37,15 @@ def q(name):
 
 
 @unittest.skipIf(grpc is None, "python3-grpcio is not installed")
-class ProtocolAgreementTest(unittest.TestCase):
+class ProtocolAgreementTest(GrpcServerTestCase):
+
+    SERVER_ARGS = ("--model-control-mode=explicit", "--load-model=simple")
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="inferd-agreement-")
-        try:
-            repo = os.path.join(cls.tmp, "models")
-            harness.write_model(repo, "simple", harness.SIMPLE_CONFIG)
-            cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
-            cls.server = harness.GrpcServer(
-                [repo], ("--model-control-mode=explicit", "--load-model=simple")).start()
-            cls.client = cls.server.client()
-            cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
-        except BaseException:
-            if getattr(cls, "server", None) is not None:
-                cls.server.stop()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.channel.close()
-            cls.server.stop()
-        finally:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        harness.write_model(repo, "simple", harness.SIMPLE_CONFIG)
+        return [repo]
 
     # -- the two protocols ------------------------------------------------------------------
 

@@ -10,46 +10,28 @@ as in test_grpc_compat.py."""
 
 import base64
 import os
-import shutil
 import sys
-import tempfile
 import unittest
 from multiprocessing import shared_memory
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from test_grpc_compat import SERVICE, generate_messages, grpc  # noqa: E402
+from test_grpc_compat import SERVICE, GrpcServerTestCase, grpc  # noqa: E402
 
 INVALID_ARGUMENT = 3
 NO_GPU = "GPUs not supported ("
 
 
 @unittest.skipIf(grpc is None, "python3-grpcio is not installed")
-class SharedMemoryAnswersTest(unittest.TestCase):
+class SharedMemoryAnswersTest(GrpcServerTestCase):
+
+    SERVER_ARGS = ("--allow-client-shm=true",)
 
     @classmethod
-    def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="inferd-shm-answers-")
-        try:
-            repo = os.path.join(cls.tmp, "models")
-            harness.write_model(repo, "simple", harness.SIMPLE_CONFIG)
-            cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
-            cls.server = harness.GrpcServer([repo], ("--allow-client-shm=true",)).start()
-            cls.client = cls.server.client()
-            cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
-        except BaseException:
-            if getattr(cls, "server", None) is not None:
-                cls.server.stop()
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            cls.channel.close()
-            cls.server.stop()
-        finally:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        harness.write_model(repo, "simple", harness.SIMPLE_CONFIG)
+        return [repo]
 
     def tearDown(self):
         self.assertTrue(self.server.alive(), self.server.log_tail(30))
