@@ -320,6 +320,37 @@ class GrpcServer(Server):
         return self
 
 
+METRICS_LINE = re.compile(r"^inferd: metrics listening on 127\.0\.0\.1:(\d+)\s*$")
+
+
+class MetricsListener:
+    """Mixin for a Server class: the metrics listener on too, on a port the kernel picks;
+    ``metrics_port`` is set once it listens (start() fails otherwise)."""
+
+    metrics_port = None
+
+    def command(self):
+        cmd = [a for a in super().command() if a != "--allow-metrics=false"]
+        return cmd + ["--metrics-address", "127.0.0.1", "--metrics-port", "0"]
+
+    def start(self):
+        super().start()
+        line = wait_until(lambda: next((m for m in map(METRICS_LINE.match, self.log()) if m), None),
+                          10, 0.05)
+        if not line:
+            self.stop()
+            raise ServerError("no 'metrics listening' line\n" + self.log_tail())
+        self.metrics_port = int(line.group(1))
+        return self
+
+    def metrics_client(self):
+        return Client(self.metrics_port)
+
+
+class MetricsServer(MetricsListener, Server):
+    """harness.Server with the metrics listener."""
+
+
 class ServerTestCase(unittest.TestCase):
     """Base class: one server per test class, started in setUpClass and always stopped.
 

@@ -4,16 +4,14 @@ relay that counts the connections and bytes a client makes, and a runner."""
 
 import json
 import os
-import re
 import socket
 import subprocess
 import threading
 
-from harness import GrpcServer, ServerTestCase, copy_test_models, model_config, wait_until, write_model
+from harness import GrpcServer, MetricsListener, ServerTestCase, copy_test_models, model_config, write_model
 
 PERF = os.environ.get("INFER_PERF_BIN") or os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "build", "bin", "infer-perf")
-METRICS_RE = re.compile(r"^inferd: metrics listening on 127\.0\.0\.1:(\d+)\s*$")
 
 SEQUENCE_EXTRA = """
 sequence_batching {
@@ -30,26 +28,8 @@ instance_group [ { kind: KIND_CPU count: 2 } ]
 """
 
 
-class PerfServer(GrpcServer):
+class PerfServer(MetricsListener, GrpcServer):
     """inferd with HTTP, gRPC and the metrics listener, each on a free loopback port."""
-
-    def __init__(self, repositories, extra_args=()):
-        super().__init__(repositories, extra_args)
-        self.metrics_port = None
-
-    def command(self):
-        cmd = [a for a in super().command() if a != "--allow-metrics=false"]
-        return cmd + ["--metrics-address", "127.0.0.1", "--metrics-port", "0"]
-
-    def start(self):
-        super().start()
-        line = wait_until(lambda: next((m for m in map(METRICS_RE.match, self.log()) if m), None),
-                          10, 0.05)
-        if not line:
-            self.stop()
-            raise AssertionError("no 'metrics listening' line\n" + self.log_tail())
-        self.metrics_port = int(line.group(1))
-        return self
 
 
 class Relay:

@@ -21,10 +21,9 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, Server, ServerTestCase, add_sub_config, http_request_bytes,
+from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, MetricsServer, Server, ServerTestCase, add_sub_config, http_request_bytes,
                      model_config, raw_connect, wait_until, write_model)
 
-METRICS_RE = re.compile(r"^inferd: metrics listening on 127\.0\.0\.1:(\d+)\s*$")
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 PROMTOOL = shutil.which("promtool")
 PROMETHEUS = shutil.which("prometheus")
@@ -46,31 +45,6 @@ TRITON_LINT = {
 # --------------------------------------------------------------------------------------------
 # inferd with metrics, and the exposition format
 # --------------------------------------------------------------------------------------------
-
-
-class MetricsServer(Server):
-    """harness.Server with the metrics listener on a free loopback port."""
-
-    def __init__(self, repositories, extra_args=()):
-        super().__init__(repositories, extra_args)
-        self.metrics_port = None
-
-    def command(self):
-        cmd = [a for a in super().command() if a != "--allow-metrics=false"]
-        return cmd + ["--metrics-address", "127.0.0.1", "--metrics-port", "0"]
-
-    def start(self):
-        super().start()
-        line = wait_until(lambda: next((m for m in map(METRICS_RE.match, self.log()) if m), None),
-                          10, 0.05)
-        if not line:
-            self.stop()
-            raise AssertionError("no 'metrics listening' line\n" + self.log_tail())
-        self.metrics_port = int(line.group(1))
-        return self
-
-    def metrics_client(self):
-        return Client(self.metrics_port)
 
 
 def _unescape(v):
