@@ -30,17 +30,25 @@ HttpResponse Encoded(const StatusOr<T>& value, Encode encode) {
   return value.ok() ? Json(encode(*value)) : FromStatus(value.status());
 }
 
-// The optional body of a repository call: {"parameters": {...}}.
-StatusOr<Parameters> RepositoryParameters(const HttpRequest& req) {
-  Parameters out;
-  if (!req.body || req.body->empty()) return out;
-  rapidjson::Document d;
+// The "parameters" member of a repository call's optional body
+// ({"parameters": {...}}), parsed into `d`; nullptr when there is none.
+StatusOr<const rapidjson::Value*> BodyParameters(const HttpRequest& req, rapidjson::Document& d) {
+  if (!req.body || req.body->empty()) return nullptr;
   d.Parse(req.body->data(), req.body->size());
   if (d.HasParseError() || !d.IsObject()) {
     return InvalidArgument("request body must be a JSON object");
   }
-  if (d.HasMember("parameters")) {
-    INFERD_RETURN_IF_ERROR(DecodeJsonParameters(d["parameters"], "'parameters'", out));
+  auto it = d.FindMember("parameters");
+  return it == d.MemberEnd() ? nullptr : &it->value;
+}
+
+StatusOr<Parameters> RepositoryParameters(const HttpRequest& req) {
+  Parameters out;
+  rapidjson::Document d;
+  auto params = BodyParameters(req, d);
+  if (!params.ok()) return params.status();
+  if (*params != nullptr) {
+    INFERD_RETURN_IF_ERROR(DecodeJsonParameters(**params, "'parameters'", out));
   }
   return out;
 }
@@ -65,14 +73,11 @@ StatusOr<ParameterValue> LoadParameterValue(const std::string& key, const rapidj
 // twice is refused (JSON would keep one of them silently).
 StatusOr<Parameters> LoadParameters(const HttpRequest& req) {
   Parameters out;
-  if (!req.body || req.body->empty()) return out;
   rapidjson::Document d;
-  d.Parse(req.body->data(), req.body->size());
-  if (d.HasParseError() || !d.IsObject()) {
-    return InvalidArgument("request body must be a JSON object");
-  }
-  if (!d.HasMember("parameters")) return out;
-  const rapidjson::Value& params = d["parameters"];
+  auto found = BodyParameters(req, d);
+  if (!found.ok()) return found.status();
+  if (*found == nullptr) return out;
+  const rapidjson::Value& params = **found;
   if (!params.IsObject()) return InvalidArgument("'parameters' must be an object");
   for (const auto& m : params.GetObject()) {
     std::string key(m.name.GetString(), m.name.GetStringLength());
