@@ -73,10 +73,16 @@ test-cluster: build models
 # Not under ASan: the format check (nothing to instrument) and the multi-host
 # test, whose assertions are balancer timing under load (docs/security.md).
 ASAN_SKIP = '^(clang_format|cluster_multi_host)$$'
+# intercept_tls_get_addr=0: GCC 12's sanitizer runtime takes a dynamic TLS
+# block whose address is 16 bytes past a page boundary for glibc 2.19's
+# layout and reads a bogus range from the words before it; LeakSanitizer's
+# tracer then dies at exit ("Tracer caught signal 11", "LeakSanitizer has
+# encountered a fatal error"), with no leak. The blocks are still scanned:
+# glibc mallocs them and they are reachable from each thread's static TLS.
 test-asan: deps models
 	cmake -S . -B $(ASAN_DIR) -G Ninja $(SANITIZER_BUILD) -DINFERD_SANITIZE=ON
 	cmake --build $(ASAN_DIR) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E $(ASAN_SKIP)
 
 # libFuzzer targets (clang, ASan+UBSan), each run for FUZZ_SECONDS from its

@@ -6,12 +6,15 @@ ratio B/A, and the median server CPU per inference (user + system time of the in
 over the round, divided by the inferences its statistics counted). With --callgrind, also the
 user-space instructions per inference of each (valgrind's callgrind, counters zeroed after a
 warm-up): the same for the same binaries whatever else the machine does, so it is the figure
-to trust for small differences.
+to trust for small differences. With --callgrind, also "http-json": the same count for requests
+whose tensors are JSON in and out (the 16-element `simple` request curl users send), which
+the binary tensors infer-perf sends do not exercise.
 
   bench/ab/run.sh OLD_BUILD_DIR [NEW_BUILD_DIR]     (NEW defaults to build/)
 """
 
 import argparse
+import http.client
 import json
 import os
 import re
@@ -79,6 +82,26 @@ def measure(perf, server, protocol, concurrency, interval_ms):
     return result["throughput_infer_per_sec"], (cpu1 - cpu0) / max(1, n1 - n0) * 1e6
 
 
+JSON_REQUEST = json.dumps({"inputs": [
+    {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+    {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]}).encode()
+
+
+def json_requests(server, count):
+    """`count` JSON inferences of `simple` on one keep-alive connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.http, timeout=60)
+    try:
+        for _ in range(count):
+            conn.request("POST", "/v2/models/simple/infer", JSON_REQUEST,
+                         {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            body = r.read()
+            if r.status != 200:
+                sys.exit("JSON inference failed: %d %s" % (r.status, body[:200]))
+    finally:
+        conn.close()
+
+
 def callgrind_instructions(binary, perf, repo, tmp, protocol):
     """User-space instructions per inference of `binary` under callgrind."""
     out = os.path.join(tmp, "callgrind.%s" % protocol)
@@ -91,11 +114,16 @@ def callgrind_instructions(binary, perf, repo, tmp, protocol):
                 break
             except Exception:
                 time.sleep(0.2)
-        measure(perf, server, protocol, 1, 1000)  # warm-up
+        def load(seconds):
+            if protocol == "http-json":
+                json_requests(server, 100 * seconds)
+            else:
+                measure(perf, server, protocol, 1, 1000 * seconds)
+        load(1)  # warm-up
         subprocess.run(["callgrind_control", "-z", str(server.proc.pid)], check=True,
                        capture_output=True)
         n0 = server.inferences()
-        measure(perf, server, protocol, 1, 3000)
+        load(3)
         n1 = server.inferences()
         subprocess.run(["callgrind_control", "-d", str(server.proc.pid)], check=True,
                        capture_output=True)
@@ -148,7 +176,7 @@ def main():
                 s.stop()
         instructions = {}
         if args.callgrind:
-            for protocol in ("http", "grpc"):
+            for protocol in ("http", "grpc", "http-json"):
                 for name, binary in (("A", args.a), ("B", args.b)):
                     instructions[(protocol, name)] = callgrind_instructions(
                         binary, args.perf, repo, tmp, protocol)
@@ -170,7 +198,7 @@ def main():
         print()
         print("| protocol | A instructions/inference | B instructions/inference | B/A |")
         print("| --- | --- | --- | --- |")
-        for protocol in ("http", "grpc"):
+        for protocol in ("http", "grpc", "http-json"):
             a, b = instructions[(protocol, "A")], instructions[(protocol, "B")]
             print("| %s | %.0f | %.0f | %.3f |" % (protocol, a, b, b / a))
 
