@@ -1,8 +1,9 @@
 // libFuzzer target: the HTTP API's pure pieces. The request path through the
 // router (splitting, captures, percent-decoding), and every JSON encoder
-// (json_encode.h) on values built from the input: each encoding must parse
-// back as JSON and return the strings it was given, byte for byte (escapes,
-// embedded NULs, any bytes).
+// (json_encode.h) on values built from the input: each encoding must be
+// UTF-8, parse back as JSON and return the strings it was given byte for
+// byte (escapes, embedded NULs), except that bytes which are not UTF-8 come
+// back as "\xNN" text (EscapeInvalidUtf8: a JSON body is UTF-8 text).
 //
 // Input layout: byte 0 is the method; then NUL-separated strings: the path,
 // then the strings the encoders quote (names, keys, reasons, extensions).
@@ -15,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
 #include "frontend/http/http_router.h"
 #include "frontend/http/json_encode.h"
 
@@ -22,15 +24,18 @@ namespace {
 
 using namespace inferd;
 
-// Aborts (a finding) unless `json` parses.
+// Aborts (a finding) unless `json` is UTF-8 and parses.
 rapidjson::Document Parse(const std::string& json) {
+  if (!IsValidUtf8(json)) std::abort();
   rapidjson::Document d;
   d.Parse(json.data(), json.size());
   if (d.HasParseError()) std::abort();
   return d;
 }
 
-void ExpectString(const rapidjson::Value& v, const std::string& want) {
+// Aborts unless `v` is the string `sent` as the encoders must write it.
+void ExpectString(const rapidjson::Value& v, const std::string& sent) {
+  const std::string want = EscapeInvalidUtf8(sent);
   if (!v.IsString() || std::string_view(v.GetString(), v.GetStringLength()) != want) std::abort();
 }
 
