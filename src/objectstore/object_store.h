@@ -25,6 +25,20 @@ struct ObjectInfo {
   std::string etag;  // without quotes: "fba9dede5f27731c9771645a39863328" or "...-3"
 };
 
+// Why a call failed, for the errors-by-kind metric (object_store.cc).
+enum class S3ErrorKind {
+  kNone,
+  kUnreachable,
+  kTimeout,
+  kAccessDenied,
+  kNotFound,
+  kTruncated,
+  kServer,
+  kOther
+};
+const char* S3ErrorKindName(S3ErrorKind kind);  // "unreachable", "timeout", ...
+S3ErrorKind KindOf(const Status& status);       // from the code above (kTimeout: kDeadlineExceeded)
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -43,7 +57,8 @@ class ObjectStore {
 
   // The common prefixes directly below `prefix` (delimiter '/'), each
   // ending in '/', every page followed.
-  virtual StatusOr<std::vector<std::string>> ListCommonPrefixes(const std::string& prefix) const = 0;
+  virtual StatusOr<std::vector<std::string>> ListCommonPrefixes(
+      const std::string& prefix) const = 0;
 
   // The whole object in memory; kResourceExhausted when larger than
   // `max_bytes`.

@@ -19,7 +19,7 @@
 //   kDataLoss          a transfer shorter or longer than announced, or whose
 //                      MD5 does not match the ETag
 //   kInvalidArgument   anything else S3 refused (4xx), with its code and message
-// KindOf(status) classifies a failure for the errors-by-kind metric.
+// KindOf(status) (object_store.h) classifies a failure for the metrics.
 #pragma once
 
 #include <cstdint>
@@ -33,12 +33,6 @@
 #include "objectstore/s3_location.h"
 
 namespace inferd::s3 {
-
-// Why a call failed, for the errors-by-kind metric (any ObjectStore's
-// status classifies the same way).
-enum class S3ErrorKind { kNone, kUnreachable, kTimeout, kAccessDenied, kNotFound, kTruncated, kServer, kOther };
-const char* S3ErrorKindName(S3ErrorKind kind);  // "unreachable", "timeout", ...
-S3ErrorKind KindOf(const Status& status);       // from the code above (kTimeout: kDeadlineExceeded)
 
 struct ClientOptions {
   AwsCredentials credentials;  // anonymous() -> requests are not signed
