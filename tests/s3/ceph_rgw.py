@@ -109,6 +109,17 @@ class Cluster:
         self.state_path = os.path.join(self.root, "s3.json")
         self.bins, self.missing = find_binaries()
         self.env = dict(os.environ, CEPH_CONF=self.conf)
+        self.children = {}  # name -> Popen, of the daemons this process started
+
+    def is_ours(self):
+        """True if root is absent, empty, or holds this script's files: stop and a
+        fresh start remove it, and must never remove a directory given by mistake."""
+        if not os.path.exists(self.root):
+            return True
+        if not os.path.isdir(self.root):
+            return False
+        entries = set(os.listdir(self.root))
+        return not entries or "ceph.conf" in entries or "pids" in entries
 
     # -- files ---------------------------------------------------------------------------
 
@@ -220,7 +231,6 @@ rgw init timeout = {int(START_TIMEOUT_S)}
         out.close()
         with open(os.path.join(self.pid_dir, name + ".pid"), "w") as f:
             f.write("%d\n" % p.pid)
-        self.children = getattr(self, "children", {})
         self.children[name] = p
         return p.pid
 
@@ -233,7 +243,7 @@ rgw init timeout = {int(START_TIMEOUT_S)}
         return pid if process_is(pid, DAEMONS[name]) else None
 
     def check_alive(self):
-        for name, p in getattr(self, "children", {}).items():
+        for name, p in self.children.items():
             if p.poll() is not None:
                 raise FixtureError("%s exited with %s during start-up" % (DAEMONS[name], p.returncode))
 
@@ -255,10 +265,10 @@ rgw init timeout = {int(START_TIMEOUT_S)}
                 os.remove(os.path.join(self.pid_dir, n + ".pid"))
             except FileNotFoundError:
                 pass
-            getattr(self, "children", {}).pop(n, None)
+            self.children.pop(n, None)
 
     def reap(self):
-        for p in getattr(self, "children", {}).values():
+        for p in self.children.values():
             p.poll()
 
     # -- diagnostics ---------------------------------------------------------------------
@@ -287,6 +297,8 @@ rgw init timeout = {int(START_TIMEOUT_S)}
             raise NotInstalled()
         if os.path.exists(self.root):
             # A killed earlier run (ctest timeout, ^C) leaves its daemons and files.
+            if not self.is_ours():
+                raise FixtureError("%s exists and is not a directory this script made" % self.root)
             log("removing a leftover %s" % self.root)
             self.stop()
         os.makedirs(self.root)
@@ -419,6 +431,8 @@ rgw init timeout = {int(START_TIMEOUT_S)}
     # -- stop, radosgw alone -------------------------------------------------------------
 
     def stop(self):
+        if not self.is_ours():
+            raise FixtureError("%s is not a directory this script made; not removing it" % self.root)
         if os.path.isdir(self.pid_dir):
             self.stop_daemons(list(DAEMONS))
         if os.path.exists(self.root):
