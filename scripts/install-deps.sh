@@ -45,6 +45,11 @@ python3-onnx
 python3-fastapi
 python3-uvicorn
 gnuplot-nox
+libcurl4-openssl-dev
+python3-boto3
+ceph-mon
+ceph-osd
+radosgw
 "
 # kubectl, for `kubectl kustomize` in tests/cluster: Debian's package unless
 # some kubectl is already installed (another package may own /usr/bin/kubectl).
@@ -68,9 +73,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing$missing"
 export DEBIAN_FRONTEND=noninteractive
-# Installing nginx or prometheus must not start the system services on :80 and
-# :9090 (tests run their own, on their own ports): deny service starts for this
-# install, unless a policy is already in place (container images have one).
+# Installing nginx, prometheus or the Ceph daemons must not start the system
+# services (nginx on :80, prometheus on :9090, ceph's targets; tests run their
+# own, on their own ports and in private directories): deny service starts for
+# this install, unless a policy is already in place (container images have one).
 policy=""
 if [ ! -e /usr/sbin/policy-rc.d ]; then
   policy=/usr/sbin/policy-rc.d
@@ -79,5 +85,8 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
   trap 'rm -f "$policy"' EXIT
 fi
 apt-get update -qq
+# Without recommendations: ceph-base (under ceph-mon, ceph-osd and radosgw)
+# recommends ceph-mds, a time daemon (chrony) and btrfs tools, which the S3
+# fixture does not need.
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $missing

@@ -83,12 +83,14 @@ class Server:
     and ``http_port`` are the HTTP bind address and port (0: the kernel picks; the
     listening line says which), ``grpc_port`` None leaves gRPC off, a number serves it on
     ``address`` (``grpc_port`` is then the bound port, or None in a build without gRPC),
-    ``log_path`` also writes every line inferd prints to that file. ``extra_args`` come
+    ``log_path`` also writes every line inferd prints to that file, ``env`` (a dict) is
+    added to the environment inferd inherits (e.g. credentials). ``extra_args`` come
     last, so they override the defaults above.
     """
 
     def __init__(self, repositories, extra_args=(), binary=None, startup_timeout=STARTUP_TIMEOUT_S,
-                 prefix=(), address="127.0.0.1", http_port=0, grpc_port=None, log_path=None):
+                 prefix=(), address="127.0.0.1", http_port=0, grpc_port=None, log_path=None,
+                 env=None):
         if isinstance(repositories, str):
             repositories = [repositories]
         self.repositories = list(repositories)
@@ -100,6 +102,7 @@ class Server:
         self.http_port = http_port
         self.want_grpc_port = grpc_port
         self.log_path = log_path
+        self.env = dict(env or {})
         self.proc = None
         self.port = None
         self.grpc_port = None
@@ -137,7 +140,8 @@ class Server:
             self._log_file = open(self.log_path, "w", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     close_fds=True)
+                                     close_fds=True,
+                                     env=dict(os.environ, **self.env) if self.env else None)
         for stream, tag, parse in ((self.proc.stderr, "", True), (self.proc.stdout, "[stdout] ", False)):
             t = threading.Thread(target=self._reader, args=(stream, tag, parse), daemon=True)
             t.start()

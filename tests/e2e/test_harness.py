@@ -112,6 +112,21 @@ class LauncherOptionsTest(unittest.TestCase):
         with open(log_path) as f:
             self.assertIn("inferd: HTTP listening on 127.0.0.1:9\n", f.read())
 
+    def test_env_is_added_to_the_inherited_environment(self):
+        # The S3 tests hand inferd its credentials this way.
+        tmp = tempfile.mkdtemp(prefix="inferd-harness-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        path = os.path.join(tmp, "fake.sh")
+        with open(path, "w") as f:
+            f.write('#!/bin/sh\necho "env: $INFERD_HARNESS_X ${PATH:+path}" >&2\n'
+                    + FAKE_SERVER.split("\n", 1)[1] % ("inferd: stopped", 0))
+        os.chmod(path, stat.S_IRWXU)
+        server = harness.Server([tmp], binary=path, env={"INFERD_HARNESS_X": "a b"})
+        server.start()
+        self.addCleanup(server.kill)
+        self.assertIn("env: a b path", server.log())
+        self.assertEqual(server.stop(), 0)
+
     def test_a_build_without_grpc_is_told_apart(self):
         self.assertTrue(harness.GRPC_NOT_SERVED_RE.match(
             "inferd: gRPC is not served (built with INFERD_WITH_GRPC=OFF)"))
