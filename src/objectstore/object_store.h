@@ -38,6 +38,14 @@ enum class S3ErrorKind {
 };
 const char* S3ErrorKindName(S3ErrorKind kind);  // "unreachable", "timeout", ...
 S3ErrorKind KindOf(const Status& status);       // from the code above (kTimeout: kDeadlineExceeded)
+// KindOf's table: OK -> kNone; kDeadlineExceeded -> kTimeout;
+// kPermissionDenied -> kAccessDenied; kNotFound -> kNotFound; kDataLoss ->
+// kTruncated; kUnavailable -> kServer when the message contains
+// kServerErrorMarker (the store answered 5xx or nonsense), kUnreachable
+// otherwise (no answer: refused, reset, DNS, TLS, connect timeout);
+// anything else -> kOther. Another ObjectStore (a test fake) that wants
+// kServer puts the marker in its message too.
+inline constexpr const char* kServerErrorMarker = "server error";
 
 class ObjectStore {
  public:
