@@ -14,7 +14,7 @@ namespace {
 using Section = std::map<std::string, std::string>;
 using Ini = std::map<std::string, Section>;
 
-std::string Trim(std::string s) {
+std::string Trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
   size_t e = s.find_last_not_of(" \t\r\n");

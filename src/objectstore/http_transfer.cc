@@ -11,7 +11,7 @@ namespace inferd::s3 {
 namespace {
 
 constexpr size_t kMaxIdleHandles = 16;
-constexpr size_t kMaxErrorBody = 64 * 1024;
+constexpr size_t kMaxErrorBody = size_t{64} * 1024;
 
 // curl_global_init is not thread-safe and must run before any handle
 // exists; a function-local static runs it once, thread-safely. Never

@@ -19,7 +19,7 @@ namespace inferd::s3 {
 namespace {
 
 // A list page is at most 1000 entries of keys up to 1 KiB each, plus XML.
-constexpr uint64_t kMaxListPageBytes = 32 * 1024 * 1024;
+constexpr uint64_t kMaxListPageBytes = uint64_t{32} * 1024 * 1024;
 
 std::string Quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
 

@@ -627,6 +627,26 @@ TEST(S3Client, VirtualHostedAddressing) {
   EXPECT_EQ(tls.CheckBucket().code(), StatusCode::kInvalidArgument);
 }
 
+TEST(S3Client, ConcurrentCallsShareThePool) {
+  FakeS3 server([](const Recorded& r) { return Http(200, r.path); });
+  S3Client client(Loc(server.port()), Options());
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        std::string key = "repo/t" + std::to_string(t) + "/" + std::to_string(i);
+        auto r = client.GetToString(key, 100);
+        if (r.ok() && *r == "/models/" + key) ++ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(ok, 40);
+  // Handles (and their connections) are reused, not one per call.
+  EXPECT_LE(server.connections(), 8);
+}
+
 TEST(S3Client, Describe) {
   auto custom = ParseS3Url("s3://https://rgw.example:8443/models/repo");
   ASSERT_TRUE(custom.ok());
