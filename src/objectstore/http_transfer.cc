@@ -53,10 +53,15 @@ size_t OnHeader(char* data, size_t size, size_t n, void* user) {
     // A new response (after a 100 Continue, say): forget the last one's.
     call->out->etag.clear();
     call->out->bucket_region.clear();
+    call->out->etag_not_md5 = false;
   } else if (HeaderIs(line, "etag")) {
     call->out->etag = HeaderValue(line, 4);
   } else if (HeaderIs(line, "x-amz-bucket-region")) {
     call->out->bucket_region = HeaderValue(line, 19);
+  } else if (HeaderIs(line, "x-amz-server-side-encryption")) {
+    if (HeaderValue(line, 28).rfind("aws:kms", 0) == 0) call->out->etag_not_md5 = true;
+  } else if (HeaderIs(line, "x-amz-server-side-encryption-customer-algorithm")) {
+    call->out->etag_not_md5 = true;
   }
   return size * n;
 }

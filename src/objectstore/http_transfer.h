@@ -50,7 +50,11 @@ struct HttpOutcome {
   int64_t content_length = -1;
   std::string etag;           // response header, raw (quoted)
   std::string bucket_region;  // x-amz-bucket-region, when S3 says
-  std::string error_body;     // a non-2xx body, first 64 KiB
+  // SSE-KMS or SSE-C: S3's ETag is then not the MD5 of the data, even for a
+  // single-part object (x-amz-server-side-encryption: aws:kms...,
+  // x-amz-server-side-encryption-customer-algorithm).
+  bool etag_not_md5 = false;
+  std::string error_body;  // a non-2xx body, first 64 KiB
 };
 
 class HandlePool {

@@ -366,7 +366,7 @@ Status S3Client::GetToFile(const ObjectInfo& expected, const std::string& path) 
     return DataLoss("truncated: got " + std::to_string(got) + " of " +
                     std::to_string(expected.size) + " bytes of " + url);
   }
-  if (IsPlainMd5(expected.etag)) {
+  if (IsPlainMd5(expected.etag) && !out.etag_not_md5) {
     std::string actual = md5.FinalHex();
     if (actual != Lower(expected.etag)) {
       return DataLoss("MD5 of " + url + " is " + actual + " but its ETag is " + expected.etag +

@@ -535,6 +535,21 @@ TEST(S3Client, GetToFileVerifiesSizeAndMd5) {
   std::remove(path.c_str());
 }
 
+TEST(S3Client, KmsEncryptedObjectsSkipTheMd5Check) {
+  FakeS3 server([](const Recorded& r) {
+    std::string sse = r.path.find("kms") != std::string::npos
+                          ? "x-amz-server-side-encryption: aws:kms\r\n"
+                          : "x-amz-server-side-encryption-customer-algorithm: AES256\r\n";
+    return Http(200, "data", "ETag: \"0123456789abcdef0123456789abcdef\"\r\n" + sse);
+  });
+  S3Client client(Loc(server.port()), Options());
+  const std::string path = TempPath("kms");
+  EXPECT_TRUE(client.GetToFile({"repo/kms", 4, "0123456789abcdef0123456789abcdef"}, path).ok());
+  EXPECT_TRUE(client.GetToFile({"repo/ssec", 4, "0123456789abcdef0123456789abcdef"}, path).ok());
+  EXPECT_EQ(client.GetToFile({"repo/kms", 5, ""}, path).code(), StatusCode::kDataLoss);
+  std::remove(path.c_str());
+}
+
 TEST(S3Client, TruncatedBodyIsDataLoss) {
   FakeS3 server([](const Recorded&) {
     std::string raw = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + std::string(100, 'x');
