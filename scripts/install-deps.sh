@@ -21,6 +21,7 @@ python3-grpcio
 python3-protobuf
 zlib1g-dev
 libssl-dev
+libcurl4-openssl-dev
 openssl
 clang
 libclang-rt-14-dev

@@ -19,6 +19,7 @@ int HttpStatusFromCode(StatusCode code) {
       return 501;
     case StatusCode::kInternal:
     case StatusCode::kUnknown:
+    case StatusCode::kDataLoss:
       return 500;
     case StatusCode::kResourceExhausted:
       return 429;
@@ -64,6 +65,8 @@ const char* StatusCodeName(StatusCode code) {
       return "INTERNAL";
     case StatusCode::kUnavailable:
       return "UNAVAILABLE";
+    case StatusCode::kDataLoss:
+      return "DATA_LOSS";
   }
   return "UNKNOWN";
 }

@@ -29,6 +29,7 @@ enum class StatusCode : int {
   kUnimplemented = 12,
   kInternal = 13,
   kUnavailable = 14,
+  kDataLoss = 15,  // unrecoverable loss or corruption (a short or corrupt download)
 };
 
 class Status {
@@ -68,6 +69,7 @@ inline Status ResourceExhausted(std::string m) {
 inline Status PermissionDenied(std::string m) {
   return Status(StatusCode::kPermissionDenied, std::move(m));
 }
+inline Status DataLoss(std::string m) { return Status(StatusCode::kDataLoss, std::move(m)); }
 inline Status Cancelled(std::string m) { return Status(StatusCode::kCancelled, std::move(m)); }
 inline Status DeadlineExceeded(std::string m) {
   return Status(StatusCode::kDeadlineExceeded, std::move(m));
