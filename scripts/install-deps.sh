@@ -46,7 +46,6 @@ python3-onnx
 python3-fastapi
 python3-uvicorn
 gnuplot-nox
-libcurl4-openssl-dev
 python3-boto3
 ceph-mon
 ceph-osd
