@@ -21,6 +21,7 @@ python3-grpcio
 python3-protobuf
 zlib1g-dev
 libssl-dev
+libcurl4-openssl-dev
 openssl
 clang
 libclang-rt-14-dev
@@ -45,7 +46,6 @@ python3-onnx
 python3-fastapi
 python3-uvicorn
 gnuplot-nox
-libcurl4-openssl-dev
 python3-boto3
 ceph-mon
 ceph-osd

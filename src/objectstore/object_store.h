@@ -38,6 +38,14 @@ enum class S3ErrorKind {
 };
 const char* S3ErrorKindName(S3ErrorKind kind);  // "unreachable", "timeout", ...
 S3ErrorKind KindOf(const Status& status);       // from the code above (kTimeout: kDeadlineExceeded)
+// KindOf's table: OK -> kNone; kDeadlineExceeded -> kTimeout;
+// kPermissionDenied -> kAccessDenied; kNotFound -> kNotFound; kDataLoss ->
+// kTruncated; kUnavailable -> kServer when the message contains
+// kServerErrorMarker (the store answered 5xx or nonsense), kUnreachable
+// otherwise (no answer: refused, reset, DNS, TLS, connect timeout);
+// anything else -> kOther. Another ObjectStore (a test fake) that wants
+// kServer puts the marker in its message too.
+inline constexpr const char* kServerErrorMarker = "server error";
 
 class ObjectStore {
  public:
@@ -67,7 +75,8 @@ class ObjectStore {
   // The object streamed into `path` (created or truncated; never held in
   // memory), then verified: exactly `expected.size` bytes, and the data's
   // MD5 equal to `expected.etag` when that ETag is a plain MD5 (32 hex
-  // digits, no "-N" multipart suffix); kDataLoss otherwise. On failure
+  // digits, no "-N" multipart suffix, and S3 does not say the object is
+  // SSE-KMS or SSE-C encrypted, whose ETags are not MD5s); kDataLoss otherwise. On failure
   // `path` may hold a partial file: callers write to a temporary name and
   // rename.
   virtual Status GetToFile(const ObjectInfo& expected, const std::string& path) const = 0;

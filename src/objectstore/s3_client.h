@@ -20,6 +20,23 @@
 //                      MD5 does not match the ETag
 //   kInvalidArgument   anything else S3 refused (4xx), with its code and message
 // KindOf(status) (object_store.h) classifies a failure for the metrics.
+// In detail (S3 code and message in parentheses when the answer had them):
+//   a connect that times out is kUnavailable ("cannot connect to URL ..."),
+//   a transfer slower than the low-speed limit or past request_timeout_ms
+//   kDeadlineExceeded ("GET bucket 'b' key 'k' at URL timed out: ...");
+//   5xx and unreadable answers (bad XML, a listing that does not advance)
+//   are kUnavailable with "server error" in the message (KindOf: kServer);
+//   a redirect (301 PermanentRedirect: the bucket is in another region) is
+//   kInvalidArgument naming the bucket's region when S3 says it;
+//   a local file that cannot be written is kResourceExhausted (ENOSPC,
+//   EDQUOT) or kInternal.
+// Nothing is retried inside the client but a request whose kept-alive
+// connection the server had closed before answering (once, on a new one).
+//
+// Keys and prefixes are whole object keys (location().prefix included).
+// Requests are path-style unless location().virtual_hosted; signed with
+// x-amz-content-sha256 = SHA-256 of the empty body. libcurl honours the
+// usual proxy variables (https_proxy, no_proxy).
 #pragma once
 
 #include <cstdint>
