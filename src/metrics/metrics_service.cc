@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "metrics/model_metrics.h"
+#include "metrics/repository_metrics.h"
 
 namespace inferd::metrics {
 namespace {
@@ -91,6 +92,7 @@ std::string MetricsService::Render() const {
   std::vector<ModelStatistics> versions;
   if (auto stats = server_.GetStatistics("", -1); stats.ok()) versions = std::move(*stats);
   std::vector<MetricFamily> families = ModelFamilies(versions, server_.ModelLoadFailures());
+  for (auto& f : RepositoryFamilies(server_.RepositoryFetches())) families.push_back(std::move(f));
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& f : SystemFamilies(system_)) families.push_back(std::move(f));

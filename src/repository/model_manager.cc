@@ -119,14 +119,15 @@ Status ModelManager::Unload(const std::string& name) {
                  LoadInput{*options_.source, no_config, nullptr});
 }
 
-void ModelManager::PollOnce() {
+Status ModelManager::PollOnce() {
   LifecycleRequest request;
   request.kind = LifecycleRequest::Kind::kPoll;
   MutexLock load_lock(load_mu_);
   auto source = Observe(request);
-  if (!source.ok()) return;  // the repository is unreadable now; the next pass retries
+  if (!source.ok()) return source.status();  // unreadable now; the next pass retries
   const std::optional<std::string> no_config;
   (void)Execute(request, *source, LoadInput{*options_.source, no_config, nullptr});
+  return Status::Ok();
 }
 
 StatusOr<SourceModels> ModelManager::Observe(const LifecycleRequest& request) {

@@ -91,7 +91,10 @@ class ModelManager {
   Status Unload(const std::string& name);
 
   // One poll pass: loads added and changed models, unloads removed ones.
-  void PollOnce();
+  // When the source cannot be listed, changes nothing (every loaded model
+  // keeps serving) and returns the listing's error; OK otherwise (load
+  // failures are the models' states).
+  Status PollOnce();
 
   // The version to serve: `version` < 0 means the highest READY version.
   // Errors: NOT_FOUND "Request for unknown model: ..." for unknown models,

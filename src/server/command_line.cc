@@ -72,6 +72,33 @@ Setter Append(std::vector<std::string>& target) {
   };
 }
 
+// --exit-on-error: given as false, it also lets the server start while a
+// repository cannot be listed (ServerOptions::retry_unlisted_repositories);
+// the default (false) does not, so that a deployment's mistake still stops
+// the server.
+Setter ExitOnError(ServerOptions& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    auto b = ParseBool(f, v);
+    if (!b.ok()) return b.status();
+    target.exit_on_error = *b;
+    target.retry_unlisted_repositories = !*b;
+    return Status::Ok();
+  };
+}
+
+Setter S3Addressing(bool& virtual_hosted) {
+  return [&virtual_hosted](const std::string& f, const std::string& v) {
+    if (strcasecmp(v.c_str(), "path") == 0) {
+      virtual_hosted = false;
+    } else if (strcasecmp(v.c_str(), "virtual") == 0) {
+      virtual_hosted = true;
+    } else {
+      return InvalidArgument("--" + f + " must be path or virtual, got '" + v + "'");
+    }
+    return Status::Ok();
+  };
+}
+
 Setter ControlMode(ModelControlMode& target) {
   return [&target](const std::string& f, const std::string& v) {
     if (strcasecmp(v.c_str(), "none") == 0)
@@ -111,7 +138,9 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
       {"repository-follow-external-symlinks", Boolean(s.follow_external_symlinks)},
       {"strict-readiness", Boolean(s.strict_readiness)},
-      {"exit-on-error", Boolean(s.exit_on_error)},
+      {"model-cache-dir", String(s.model_cache_dir)},
+      {"s3-addressing", S3Addressing(s.s3_virtual_hosted)},
+      {"exit-on-error", ExitOnError(s)},
       {"exit-timeout-secs", Integer(cl.exit_timeout_secs, 0, 86400)},
       {"drain-delay-secs", Integer(cl.drain_delay_secs, 0, 86400)},
       {"allow-client-shm", Boolean(s.allow_client_shm)},
@@ -225,7 +254,9 @@ std::string CommandLineUsage() {
   return R"(Usage: inferd --model-repository=<path> [options]
 
 Model repository
-  --model-repository=<path>      model repository (repeatable; alias --model-store)
+  --model-repository=<path>      model repository (repeatable; alias --model-store): a
+                                 directory, or s3://bucket/prefix (AWS),
+                                 s3://[http://|https://]host:port/bucket/prefix (Ceph RGW, MinIO)
   --model-control-mode=<mode>    none (default) | poll | explicit
   --load-model=<name>            model to load at start in explicit mode (repeatable; * = all)
   --repository-poll-secs=<s>     poll interval in poll mode (default 15)
@@ -233,8 +264,14 @@ Model repository
                                  follow symbolic links (model and version directories, files)
                                  whose target lies outside every model repository (default
                                  false; links into a repository are always followed)
+  --model-cache-dir=<dir>        where models of s3:// repositories are downloaded and kept
+                                 across restarts (default <temp dir>/inferd-model-cache)
+  --s3-addressing=<style>        path (default: https://<endpoint>/<bucket>/<key>) or virtual
+                                 (https://<bucket>.<endpoint>/<key>) requests to S3
   --strict-readiness=<bool>      ready only when every model is ready (default true)
-  --exit-on-error=<bool>         exit if a model fails to load at start (default false)
+  --exit-on-error=<bool>         exit if a model fails to load at start (default false); given
+                                 as false, also start while a repository cannot be listed
+                                 (an s3:// store unreachable) and load its models later
   --exit-timeout-secs=<s>        on SIGTERM/SIGINT, wait this long for in-flight work (default 30)
   --drain-delay-secs=<s>         on SIGTERM, keep serving (not ready) this long before refusing
                                  new connections (default 0)

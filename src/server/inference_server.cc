@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/request_validator.h"
 #include "core/sanitize.h"
+#include "objectstore/s3_location.h"
 #include "repository/repository_scan.h"
 #include "repository/repository_source_factory.h"
 
@@ -19,7 +20,12 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
       gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
       cuda_shared_memory_(std::make_unique<CudaSharedMemoryManager>(device_)) {
   ModelManagerOptions mo;
-  mo.source = MakeRepositorySource(options_.repositories, options_.follow_external_symlinks);
+  RepositorySourceOptions ro;
+  ro.follow_external_symlinks = options_.follow_external_symlinks;
+  ro.model_cache_dir = options_.model_cache_dir;
+  ro.s3_virtual_hosted = options_.s3_virtual_hosted;
+  ro.metrics = fetch_metrics_;
+  mo.source = MakeRepositorySource(options_.repositories, ro);
   mo.clock = RealClock::Get();
   mo.mode = options_.control_mode;
   mo.startup_models = options_.startup_models;
@@ -52,27 +58,73 @@ std::vector<std::string> InferenceServer::Extensions() const {
 }
 
 Status InferenceServer::Start() {
-  Status s = manager_->LoadStartupModels();
-  if (!s.ok() && options_.exit_on_error) return s;
-  if (options_.control_mode == ModelControlMode::kPoll && options_.repository_poll_secs > 0) {
+  const bool poll =
+      options_.control_mode == ModelControlMode::kPoll && options_.repository_poll_secs > 0;
+  // Whether the repositories can be listed at all is asked first: a store
+  // that is unreachable, refuses access or lacks the bucket is a
+  // deployment's error, not a model's (its message names the repository).
+  if (auto listed = manager_->source().ListModels(); !listed.ok()) {
+    if (!options_.retry_unlisted_repositories) return listed.status();
+    INFERD_LOG(Warning) << EscapeControl(listed.status().message())
+                        << "; starting without models (--exit-on-error=false), "
+                        << (poll ? "each poll retries" : "retrying in the background");
+    // Poll mode's passes load everything once the listing works; explicit
+    // mode without --load-model has nothing to load at start.
+    const bool startup_loads =
+        options_.control_mode != ModelControlMode::kExplicit || !options_.startup_models.empty();
+    if (!poll && startup_loads) retry_ = std::thread([this] { RetryStartup(); });
+  } else {
+    Status s = manager_->LoadStartupModels();
+    if (!s.ok() && options_.exit_on_error) return s;
+  }
+  if (poll) {
     poller_ = std::make_unique<RepositoryPoller>(
         RealClock::Get(), std::chrono::seconds(options_.repository_poll_secs), [this] { Poll(); });
   }
   return Status::Ok();
 }
 
+void InferenceServer::RetryStartup() {
+  auto delay = std::chrono::seconds(1);
+  constexpr auto kMaxDelay = std::chrono::seconds(30);
+  MutexLock lock(retry_mu_);
+  while (!retry_stop_) {
+    retry_cv_.WaitUntil(lock, std::chrono::steady_clock::now() + delay);
+    if (retry_stop_) return;
+    lock.Unlock();
+    auto listed = manager_->source().ListModels();
+    if (listed.ok()) {
+      INFERD_LOG(Info) << "the model repositories can be listed now; loading the start-up models";
+      (void)manager_->LoadStartupModels();  // failures are the models' states
+      return;
+    }
+    delay = std::min(delay * 2, std::chrono::seconds(kMaxDelay));
+    INFERD_LOG(Warning) << EscapeControl(listed.status().message()) << "; retrying in "
+                        << delay.count() << " s";
+    lock.Lock();
+  }
+}
+
 void InferenceServer::Poll() {
-  // A repository that is missing now may be a remount or a network blip:
-  // the pass is skipped (ModelManager::PollOnce keeps every loaded model
-  // when the repositories cannot be listed) and the operator is told at
-  // each poll until it is back.
+  // A repository that is missing or unreachable now may be a remount or a
+  // network blip: the pass is skipped (ModelManager::PollOnce keeps every
+  // loaded model when the repositories cannot be listed), the operator is
+  // told once per poll until it is back, and the next pass retries.
+  bool warned = false;
   for (const auto& repository : options_.repositories) {
+    if (s3::IsS3Url(repository)) continue;  // its listing failure says why
     if (Status s = CheckRepositoryPath(repository); !s.ok()) {
       INFERD_LOG(Warning) << "poll: " << EscapeControl(s.message())
                           << "; loaded models keep serving";
+      warned = true;
     }
   }
-  manager_->PollOnce();
+  Status listed = manager_->PollOnce();
+  if (!listed.ok() && !warned) {
+    INFERD_LOG(Warning) << "poll: " << EscapeControl(listed.message())
+                        << "; loaded models keep serving; next attempt in "
+                        << options_.repository_poll_secs << " s";
+  }
 }
 
 void InferenceServer::BeginShutdown() { shutting_down_ = true; }
@@ -80,6 +132,12 @@ void InferenceServer::BeginShutdown() { shutting_down_ = true; }
 bool InferenceServer::WaitForIdle(int timeout_ms) { return inflight_.WaitForIdle(timeout_ms); }
 
 void InferenceServer::Stop() {
+  {
+    MutexLock lock(retry_mu_);
+    retry_stop_ = true;
+  }
+  retry_cv_.NotifyAll();
+  if (retry_.joinable()) retry_.join();
   control_.Stop();  // no load runs while the models stop
   if (poller_) poller_->Stop();
   if (manager_) manager_->StopAll();

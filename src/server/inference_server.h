@@ -27,6 +27,7 @@
 #include "core/request_validator.h"
 #include "core/response_sink.h"
 #include "repository/model_manager.h"
+#include "repository/repository_fetch_metrics.h"
 #include "repository/repository_poller.h"
 #include "server/control_plane.h"
 #include "server/inflight_tracker.h"
@@ -44,8 +45,18 @@ struct ServerOptions {
   // Follow symbolic links whose target lies outside every repository
   // (--repository-follow-external-symlinks; repository_scan.h).
   bool follow_external_symlinks = false;
+  // Where models of s3:// repositories are downloaded (--model-cache-dir;
+  // empty: DefaultModelCacheDirectory()), and their addressing style
+  // (--s3-addressing=virtual).
+  std::string model_cache_dir;
+  bool s3_virtual_hosted = false;
   bool strict_readiness = true;
   bool exit_on_error = true;
+  // A repository that cannot be listed at start (an s3:// store unreachable,
+  // access denied, no such bucket) fails Start, unless this is set
+  // (--exit-on-error=false given explicitly): then the server starts and
+  // keeps trying, and the models arrive when the repository does.
+  bool retry_unlisted_repositories = false;
   // GPUs for KIND_GPU instance groups: at least this many, else what the
   // device layer finds (0 on machines without CUDA).
   int gpu_count = 0;
@@ -84,7 +95,11 @@ class InferenceServer {
   ~InferenceServer();
 
   // Loads the start-up models and starts polling (poll mode). With
-  // exit_on_error, a model that fails to load fails Start.
+  // exit_on_error, a model that fails to load fails Start. A repository
+  // that cannot be listed fails Start with the reason (naming it), unless
+  // retry_unlisted_repositories: then Start succeeds, the poll passes (poll
+  // mode) or a retry thread with a capped backoff (none and explicit
+  // modes) load the start-up models once the listing succeeds.
   Status Start();
 
   // Readiness turns false at once and stays false; requests still run.
@@ -122,6 +137,11 @@ class InferenceServer {
   // Failed load attempts per model name since start (metrics).
   std::map<std::string, uint64_t> ModelLoadFailures() const {
     return manager_->LoadFailureCounts();
+  }
+
+  // What remote repositories fetched, per repository (metrics).
+  std::map<std::string, RepositoryFetchCounts> RepositoryFetches() const {
+    return fetch_metrics_->Snapshot();
   }
 
   // Repository extension.
@@ -165,6 +185,10 @@ class InferenceServer {
   // One poll-mode pass (the poller's thread): warns about each repository
   // that cannot be read now, then ModelManager::PollOnce.
   void Poll();
+  // The retry thread of Start (none and explicit modes): until the
+  // repositories list, waits 1, 2, 4 ... up to 30 s between attempts; then
+  // loads the start-up models once and ends.
+  void RetryStartup();
 
   // The repositories and the backend directory, as given and resolved:
   // what RedactPaths hides from clients.
@@ -172,6 +196,9 @@ class InferenceServer {
 
   const ServerOptions options_;
   std::unique_ptr<BackendRegistry> registry_;
+  // Shared with the remote repository sources, which count into it.
+  std::shared_ptr<RepositoryFetchMetrics> fetch_metrics_ =
+      std::make_shared<RepositoryFetchMetrics>();
   std::shared_ptr<DeviceMemory> device_;
   int gpu_count_ = 0;
   // Requests accepted and not yet answered; declared before the models, whose
@@ -185,6 +212,12 @@ class InferenceServer {
   std::atomic<bool> shutting_down_{false};
 
   std::unique_ptr<RepositoryPoller> poller_;  // poll mode, from Start to Stop
+
+  // Start's retry thread (RetryStartup), stopped by Stop.
+  Mutex retry_mu_;
+  CondVar retry_cv_;
+  bool retry_stop_ INFERD_GUARDED_BY(retry_mu_) = false;
+  std::thread retry_;
 
   // Last: built after everything it drives, stopped first (Stop), destroyed first.
   ControlPlane control_{*this};

@@ -11,7 +11,7 @@
 #include "frontend/http/http_api.h"
 #include "frontend/http/http_server.h"
 #include "metrics/metrics_service.h"
-#include "repository/repository_scan.h"
+#include "repository/repository_source_factory.h"
 #include "server/command_line.h"
 #include "server/inference_server.h"
 #ifdef INFERD_HAS_GRPC_FRONTEND
@@ -186,16 +186,22 @@ void Shutdown(const CommandLine& cl, InferenceServer& server, Services& s) {
   INFERD_LOG(Info) << "stopped";
 }
 
-// Every --model-repository must be a readable directory at start, whatever
-// the control mode: a typo in a deployment must not start a server that is
-// ready with nothing in it. (Later, in poll mode, a repository that goes
-// missing is a warning at each poll: InferenceServer::Poll.)
+// Every --model-repository must be a readable directory, or an s3:// URL
+// that parses with credentials that can be read, at start, whatever the
+// control mode: a typo in a deployment must not start a server that is
+// ready with nothing in it. (Whether an object store answers is known only
+// when the server lists it: InferenceServer::Start. Later, in poll mode, a
+// repository that goes missing is a warning at each poll:
+// InferenceServer::Poll.)
 bool RepositoriesUsable(const CommandLine& cl) {
   bool usable = true;
   for (const auto& repository : cl.server.repositories) {
-    if (Status s = CheckRepositoryPath(repository); !s.ok()) {
+    std::string description;
+    if (Status s = CheckRepositoryString(repository, &description); !s.ok()) {
       INFERD_LOG(Error) << "--model-repository: " << EscapeControl(s.message());
       usable = false;
+    } else if (!description.empty()) {
+      INFERD_LOG(Info) << "model repository " << EscapeControl(description);
     }
   }
   return usable;

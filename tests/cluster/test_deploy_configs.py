@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """Checks the deployment files in deploy/ without a cluster.
 
-- Both Kubernetes overlays render with `kubectl kustomize` (offline), and the
+- The Kubernetes overlays (cpu, gpu, s3-repository) render with `kubectl kustomize` (offline), and the
   rendered objects have what docs/operations.md promises: probes on the
   health endpoints, a startup probe long enough for model loading, Guaranteed
   QoS with whole CPUs, a GPU only in the gpu overlay, a grace period that
   covers drain delay + exit timeout, maxUnavailable 0, Services for HTTP,
   gRPC and metrics, a headless Service, the HPA on the queue-time metric,
-  a PodDisruptionBudget and the model repository volume.
+  a PodDisruptionBudget and the model repository volume (s3-repository: the
+  bucket URL, credentials from a Secret only, the cache on an emptyDir).
 - The timeouts agree across files: the balancers' upstream idle timeouts
   (nginx, Envoy) are below the server's --http-idle-timeout-secs.
 - deploy/nginx/nginx.conf (with a rendered upstreams.conf) passes `nginx -t`.
@@ -82,7 +83,7 @@ def server_idle_timeout():
 class KustomizeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.rendered = {o: render(o) for o in ("cpu", "gpu")}
+        cls.rendered = {o: render(o) for o in ("cpu", "gpu", "s3-repository")}
 
     def container(self, docs):
         dep = by_kind(docs, "Deployment", "inferd")
@@ -199,12 +200,41 @@ class KustomizeTest(unittest.TestCase):
                 self.assertEqual(pod_labels.get(k), v)
             self.assertEqual(pdb["spec"].get("maxUnavailable"), 1)
             vols = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+            if overlay == "s3-repository":
+                continue  # test_s3_repository_overlay
             claim = vols["model-repository"]["persistentVolumeClaim"]["claimName"]
             pvc = by_kind(docs, "PersistentVolumeClaim", claim)
             self.assertIn("ReadOnlyMany", pvc["spec"]["accessModes"])
             mounts = {m["name"]: m for m in c["volumeMounts"]}
             self.assertEqual(mounts["model-repository"]["mountPath"], flag(c["args"], "model-repository"))
             self.assertTrue(mounts["model-repository"]["readOnly"])
+
+    def test_s3_repository_overlay(self):
+        docs = self.rendered["s3-repository"]
+        dep, c = self.container(docs)
+        repository = flag(c["args"], "model-repository")
+        self.assertTrue(repository.startswith("s3://"), repository)
+        self.assertEqual(flag(c["args"], "model-control-mode"), "poll")
+        # Credentials only through the Secret, never a literal in the manifest.
+        self.assertEqual([e["secretRef"]["name"] for e in c.get("envFrom", [])],
+                         ["inferd-s3-credentials"])
+        for e in c.get("env", []):
+            self.assertNotIn(e["name"], ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"))
+        self.assertNotIn("Secret", {d["kind"] for d in docs})
+        # The cache on an emptyDir at --model-cache-dir; no shared model volume.
+        vols = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+        self.assertNotIn("model-repository", vols)
+        self.assertNotIn("PersistentVolumeClaim", {d["kind"] for d in docs})
+        self.assertIn("sizeLimit", vols["model-cache"]["emptyDir"])
+        mounts = {m["name"]: m for m in c["volumeMounts"]}
+        self.assertNotIn("model-repository", mounts)
+        self.assertEqual(mounts["model-cache"]["mountPath"], flag(c["args"], "model-cache-dir"))
+        # Every other flag of the base is still there (a patch replaces the list).
+        with open(os.path.join(DEPLOY, "kubernetes", "base", "deployment.yaml")) as f:
+            base = yaml.safe_load(f)["spec"]["template"]["spec"]["containers"][0]["args"]
+        names = {a.split("=", 1)[0] for a in c["args"]}
+        for a in base:
+            self.assertIn(a.split("=", 1)[0], names)
 
     def test_security_context(self):
         for overlay, docs in self.rendered.items():

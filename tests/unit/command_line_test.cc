@@ -108,6 +108,30 @@ TEST(CommandLineTest, RepositoryLinksAndGrpcConnectionCap) {
   EXPECT_NE(CommandLineUsage().find("--repository-follow-external-symlinks"), std::string::npos);
 }
 
+TEST(CommandLineTest, RemoteRepositoryFlags) {
+  auto cl = ParseCommandLine({"--model-repository=s3://bucket/models", "--model-repository=/m"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.model_cache_dir, "");
+  EXPECT_FALSE(cl->server.s3_virtual_hosted);
+  EXPECT_FALSE(cl->server.exit_on_error);
+  // The default --exit-on-error=false does not let an unlistable repository start.
+  EXPECT_FALSE(cl->server.retry_unlisted_repositories);
+
+  cl = ParseCommandLine({"--model-repository=s3://b/m", "--model-cache-dir=/var/cache/inferd",
+                         "--s3-addressing=virtual", "--exit-on-error=false"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.model_cache_dir, "/var/cache/inferd");
+  EXPECT_TRUE(cl->server.s3_virtual_hosted);
+  EXPECT_TRUE(cl->server.retry_unlisted_repositories);
+  cl = ParseCommandLine({"--model-repository=s3://b/m", "--exit-on-error=true"});
+  ASSERT_TRUE(cl.ok());
+  EXPECT_FALSE(cl->server.retry_unlisted_repositories);
+
+  auto bad = ParseCommandLine({"--model-repository=s3://b/m", "--s3-addressing=dns"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--s3-addressing"), std::string::npos);
+}
+
 TEST(CommandLineTest, LogFlags) {
   auto cl = ParseCommandLine({"--model-repository=/m"});
   ASSERT_TRUE(cl.ok()) << cl.status().message();

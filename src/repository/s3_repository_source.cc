@@ -1,0 +1,577 @@
+#include "repository/s3_repository_source.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "repository/repository_scan.h"
+
+namespace inferd {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kManifestHeader[] = "inferd-model-cache 1";
+
+// FNV-1a: the cache directory of a repository must be stable across
+// restarts and processes (std::hash need not be), not cryptographic.
+std::string HashHex(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char out[17];
+  std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(h));
+  return out;
+}
+
+std::optional<int64_t> ParseVersion(const std::string& s) {
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// A relative path whose components are all real names: joining it to a
+// directory cannot leave that directory. A trailing '/' (a directory
+// marker) is allowed.
+bool IsSafeRelativePath(std::string_view path) {
+  if (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  if (path.empty()) return false;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = path.find('/', start);
+    const std::string_view part = path.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    if (end == std::string_view::npos) return true;
+    start = end + 1;
+  }
+}
+
+// Manifest fields are separated by spaces and lines: keys may hold both.
+std::string Escape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c <= 0x20 || c == 0x7f || c == '%') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> Unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    unsigned value = 0;
+    if (i + 2 >= s.size()) return std::nullopt;
+    auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
+    if (ec != std::errc() || p != s.data() + i + 3) return std::nullopt;
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+struct ManifestEntry {
+  std::string etag;
+  uint64_t size = 0;
+  bool operator==(const ManifestEntry&) const = default;
+};
+using ManifestEntries = std::map<std::string, ManifestEntry>;  // relative path -> entry
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+uint64_t MicrosSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count());
+}
+
+// The directory names of generations: "g<N>" (complete), "g<N>.partial".
+std::optional<int64_t> GenerationOf(const std::string& name) {
+  if (name.size() < 2 || name[0] != 'g') return std::nullopt;
+  std::string digits = name.substr(1);
+  const std::string partial = ".partial";
+  if (digits.size() > partial.size() &&
+      digits.compare(digits.size() - partial.size(), partial.size(), partial) == 0) {
+    digits.resize(digits.size() - partial.size());
+  }
+  return ParseVersion(digits);
+}
+
+}  // namespace
+
+struct S3RepositorySource::Snapshot {
+  ModelListings listings;
+  std::map<std::string, ModelObjects> objects;  // models without a problem
+};
+
+struct S3RepositorySource::CachedModel {
+  std::string directory;   // <cache root>/<model>
+  int64_t generation = 0;  // 0: nothing cached
+  ManifestEntries entries;
+  std::string GenerationDir(int64_t g) const { return directory + "/g" + std::to_string(g); }
+};
+
+S3RepositorySource::S3RepositorySource(std::shared_ptr<const s3::ObjectStore> store,
+                                       std::string prefix, S3RepositoryOptions options)
+    : store_(std::move(store)),
+      prefix_(prefix.empty() ? "" : prefix + "/"),
+      options_(std::move(options)),
+      name_(options_.name.empty() ? store_->Describe() + (prefix.empty() ? "" : "/" + prefix)
+                                  : options_.name),
+      cache_root_(options_.cache_directory + "/" + HashHex(store_->Describe() + "\n" + prefix_)) {
+  if (options_.metrics) {
+    std::vector<std::string> kinds;
+    for (auto kind :
+         {s3::S3ErrorKind::kUnreachable, s3::S3ErrorKind::kTimeout, s3::S3ErrorKind::kAccessDenied,
+          s3::S3ErrorKind::kNotFound, s3::S3ErrorKind::kTruncated, s3::S3ErrorKind::kServer,
+          s3::S3ErrorKind::kOther}) {
+      kinds.emplace_back(s3::S3ErrorKindName(kind));
+    }
+    options_.metrics->Register(name_, kinds);
+  }
+}
+
+S3RepositorySource::~S3RepositorySource() = default;
+
+std::string S3RepositorySource::KeyOf(const std::string& model, const std::string& path) const {
+  return prefix_ + model + "/" + path;
+}
+
+void S3RepositorySource::CountError(const Status& status) const {
+  if (options_.metrics && !status.ok()) {
+    options_.metrics->AddError(name_, s3::S3ErrorKindName(s3::KindOf(status)));
+  }
+}
+
+StatusOr<std::shared_ptr<const S3RepositorySource::Snapshot>> S3RepositorySource::List() const {
+  auto listed = store_->ListObjects(prefix_);
+  if (!listed.ok()) {
+    CountError(listed.status());
+    return Status(listed.status().code(),
+                  "cannot list model repository '" + name_ + "': " + listed.status().message());
+  }
+  if (options_.metrics) options_.metrics->AddListing(name_);
+  auto snap = std::make_shared<Snapshot>();
+  for (const s3::ObjectInfo& o : *listed) {
+    if (o.key.compare(0, prefix_.size(), prefix_) != 0) continue;
+    const std::string rel = o.key.substr(prefix_.size());
+    const size_t slash = rel.find('/');
+    if (slash == std::string::npos || slash == 0) continue;  // a plain file, or "//"
+    const std::string model = rel.substr(0, slash);
+    if (model[0] == '.') continue;
+    auto [it, added] = snap->listings.try_emplace(model);
+    if (added) {
+      it->second.location = name_ + "/" + model;
+      if (!IsValidModelName(model)) it->second.problem = "invalid model name";
+    }
+    if (!it->second.problem.empty()) continue;
+    ModelObjects& objects = snap->objects[model];
+    const std::string path = rel.substr(slash + 1);
+    if (!path.empty()) objects.push_back(ModelObject{path, o.size, o.etag});
+  }
+  // Listings come in key order, which is path order within a model; sorted
+  // again so that a store that does not keep that promise cannot change a
+  // fingerprint.
+  for (auto& [model, objects] : snap->objects) {
+    std::sort(objects.begin(), objects.end(),
+              [](const ModelObject& a, const ModelObject& b) { return a.path < b.path; });
+  }
+  std::shared_ptr<const Snapshot> out = std::move(snap);
+  MutexLock lock(mu_);
+  snapshot_ = out;
+  snapshot_time_ = std::chrono::steady_clock::now();
+  return out;
+}
+
+StatusOr<ModelListings> S3RepositorySource::ListModels() const {
+  auto snap = List();
+  if (!snap.ok()) return snap.status();
+  return (*snap)->listings;
+}
+
+StatusOr<S3RepositorySource::ModelObjects> S3RepositorySource::ObjectsOf(
+    const std::string& model) const {
+  auto not_found = [&] {
+    return NotFound("no model '" + model + "' in model repository '" + name_ + "'");
+  };
+  if (!IsValidModelName(model) || model[0] == '.') return not_found();
+  std::shared_ptr<const Snapshot> snap;
+  {
+    MutexLock lock(mu_);
+    if (snapshot_ && std::chrono::steady_clock::now() - snapshot_time_ <= options_.listing_ttl) {
+      snap = snapshot_;
+    }
+  }
+  if (snap) {
+    auto it = snap->objects.find(model);
+    if (it == snap->objects.end()) return not_found();
+    return it->second;
+  }
+  const std::string model_prefix = prefix_ + model + "/";
+  auto listed = store_->ListObjects(model_prefix);
+  if (!listed.ok()) {
+    CountError(listed.status());
+    return Status(listed.status().code(), "cannot list model '" + model + "' in '" + name_ +
+                                              "': " + listed.status().message());
+  }
+  if (listed->empty()) return not_found();
+  ModelObjects objects;
+  for (const s3::ObjectInfo& o : *listed) {
+    if (o.key.size() <= model_prefix.size()) continue;  // the model's directory marker
+    objects.push_back(ModelObject{o.key.substr(model_prefix.size()), o.size, o.etag});
+  }
+  std::sort(objects.begin(), objects.end(),
+            [](const ModelObject& a, const ModelObject& b) { return a.path < b.path; });
+  return objects;
+}
+
+StatusOr<std::set<int64_t>> S3RepositorySource::ListVersions(const std::string& model) const {
+  auto objects = ObjectsOf(model);
+  if (!objects.ok()) return objects.status();
+  std::set<int64_t> versions;
+  for (const ModelObject& o : *objects) {
+    const size_t slash = o.path.find('/');
+    if (slash == std::string::npos) continue;  // a top-level file
+    if (auto v = ParseVersion(o.path.substr(0, slash))) versions.insert(*v);
+  }
+  return versions;
+}
+
+StatusOr<std::string> S3RepositorySource::Fingerprint(const std::string& model) const {
+  auto objects = ObjectsOf(model);
+  if (!objects.ok()) return objects.status();
+  // Never empty, so that a model holding only its directory marker still
+  // has a fingerprint.
+  std::string fp = "s3\n";
+  for (const ModelObject& o : *objects) {
+    fp += o.path;
+    fp += '\0';
+    fp += std::to_string(o.size);
+    fp += '\0';
+    fp += o.etag;
+    fp += '\n';
+  }
+  return fp;
+}
+
+StatusOr<std::string> S3RepositorySource::ReadFile(const std::string& model,
+                                                   const std::string& relative_path) const {
+  if (relative_path.empty() || relative_path.front() == '/' || !IsSafeRelativePath(relative_path) ||
+      relative_path.back() == '/') {
+    return InvalidArgument("file path '" + relative_path + "' must stay inside the model");
+  }
+  auto objects = ObjectsOf(model);
+  if (!objects.ok()) return objects.status();
+  auto it = std::find_if(objects->begin(), objects->end(),
+                         [&](const ModelObject& o) { return o.path == relative_path; });
+  const std::string missing = "model '" + model + "' has no file '" + relative_path + "'";
+  if (it == objects->end()) return NotFound(missing);
+  // The cached copy, when it is this very object: a reload or a restart
+  // reads config.pbtxt without a request.
+  auto cached = CacheOf(model);
+  std::string local;
+  {
+    MutexLock lock(mu_);
+    auto e = cached->entries.find(relative_path);
+    if (cached->generation > 0 && e != cached->entries.end() &&
+        e->second == ManifestEntry{it->etag, it->size}) {
+      local = cached->GenerationDir(cached->generation) + "/" + relative_path;
+    }
+  }
+  if (!local.empty()) {
+    std::error_code ec;
+    if (fs::file_size(local, ec) == it->size && !ec) {
+      std::string content = ReadWholeFile(local);
+      if (content.size() == it->size) {
+        if (options_.metrics) options_.metrics->AddCacheHits(name_, 1);
+        return content;
+      }
+    }
+    // Removed under us (a newer generation replaced it): ask the store.
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto content = store_->GetToString(KeyOf(model, relative_path), options_.max_read_bytes);
+  if (!content.ok()) {
+    CountError(content.status());
+    if (content.status().code() == StatusCode::kNotFound) return NotFound(missing);
+    return Status(content.status().code(), "cannot read '" + relative_path + "' of model '" +
+                                               model + "': " + content.status().message());
+  }
+  if (options_.metrics) {
+    options_.metrics->AddFetched(name_, 1, content->size(), MicrosSince(start));
+  }
+  return content;
+}
+
+std::shared_ptr<S3RepositorySource::CachedModel> S3RepositorySource::CacheOf(
+    const std::string& model) const {
+  MutexLock lock(mu_);
+  auto found = cache_.find(model);
+  if (found != cache_.end()) return found->second;
+  auto cm = std::make_shared<CachedModel>();
+  cm->directory = cache_root_ + "/" + model;
+  // A previous process's manifest: what it downloaded is reused. Anything
+  // that does not parse, or names a generation that is gone, is ignored
+  // (the model is downloaded again).
+  std::ifstream in(cm->directory + "/manifest");
+  std::string line;
+  int64_t generation = 0;
+  ManifestEntries entries;
+  bool valid = static_cast<bool>(std::getline(in, line)) && line == kManifestHeader;
+  if (valid && std::getline(in, line) && line.rfind("generation ", 0) == 0) {
+    generation = ParseVersion(line.substr(11)).value_or(0);
+  }
+  while (valid && generation > 0 && std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string etag, size, path;
+    if (!(fields >> etag >> size >> path)) {
+      valid = false;
+      break;
+    }
+    auto e = Unescape(etag);
+    auto p = Unescape(path);
+    auto n = ParseVersion(size);
+    if (!e || !p || !n) {
+      valid = false;
+      break;
+    }
+    entries[*p] = ManifestEntry{*e, static_cast<uint64_t>(*n)};
+  }
+  std::error_code ec;
+  if (valid && generation > 0 && fs::is_directory(cm->GenerationDir(generation), ec)) {
+    cm->generation = generation;
+    cm->entries = std::move(entries);
+  }
+  // What a previous process left half done, or no longer needs. Nothing of
+  // this process can be using them: this is the model's first use.
+  for (fs::directory_iterator it(cm->directory, ec), end; !ec && it != end; it.increment(ec)) {
+    auto g = GenerationOf(it->path().filename().string());
+    const bool current = it->path().filename().string() == "g" + std::to_string(cm->generation);
+    if (g && !current) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+  cache_.emplace(model, cm);
+  return cm;
+}
+
+Status S3RepositorySource::Download(const std::string& model, const ModelObjects& fetch,
+                                    const std::string& staging) const {
+  if (fetch.empty()) return Status::Ok();
+  const auto start = std::chrono::steady_clock::now();
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::atomic<uint64_t> objects{0};
+  std::atomic<uint64_t> bytes{0};
+  Mutex error_mu;
+  Status first;
+  std::string first_key;
+  auto work = [&] {
+    while (!failed.load()) {
+      const size_t i = next.fetch_add(1);
+      if (i >= fetch.size()) return;
+      const ModelObject& o = fetch[i];
+      const s3::ObjectInfo expected{KeyOf(model, o.path), o.size, o.etag};
+      Status s = store_->GetToFile(expected, staging + "/" + o.path);
+      if (s.ok()) {
+        objects.fetch_add(1);
+        bytes.fetch_add(o.size);
+        continue;
+      }
+      CountError(s);
+      failed.store(true);
+      MutexLock lock(error_mu);
+      if (first.ok()) {
+        first = s;
+        first_key = expected.key;
+      }
+    }
+  };
+  {
+    const size_t n = std::min<size_t>(std::max(options_.download_threads, 1), fetch.size());
+    std::vector<std::jthread> pool;
+    pool.reserve(n);
+    for (size_t i = 0; i < n; ++i) pool.emplace_back(work);
+  }
+  if (options_.metrics) {
+    options_.metrics->AddFetched(name_, objects.load(), bytes.load(), MicrosSince(start));
+  }
+  MutexLock lock(error_mu);
+  if (first.ok()) return first;
+  if (first.code() == StatusCode::kNotFound) {
+    return NotFound("object '" + first_key + "' of model '" + model + "' was deleted from '" +
+                    name_ + "' after it was listed: " + first.message());
+  }
+  return Status(first.code(),
+                "cannot fetch model '" + model + "' from '" + name_ + "': " + first.message());
+}
+
+StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
+                                                      const std::set<int64_t>& versions) {
+  auto objects = ObjectsOf(model);
+  if (!objects.ok()) return objects.status();
+  std::set<std::string> version_names;
+  for (int64_t v : versions) version_names.insert(std::to_string(v));
+  // Wanted: the top-level files and the requested versions' trees.
+  auto wanted_path = [&](const std::string& path) {
+    const size_t slash = path.find('/');
+    return slash == std::string::npos || version_names.count(path.substr(0, slash)) > 0;
+  };
+  ModelObjects wanted;
+  std::vector<std::string> directories;  // directory markers ("1/", "1/empty/")
+  for (const ModelObject& o : *objects) {
+    if (!wanted_path(o.path)) continue;
+    if (!IsSafeRelativePath(o.path)) {
+      return InvalidArgument("object '" + KeyOf(model, o.path) + "' of model '" + model +
+                             "' cannot be stored as a file (empty, '.' or '..' path component)");
+    }
+    if (o.path.back() == '/') {
+      directories.push_back(o.path);
+    } else {
+      wanted.push_back(o);
+    }
+  }
+
+  auto cm = CacheOf(model);
+  int64_t generation;
+  ManifestEntries entries;
+  {
+    MutexLock lock(mu_);
+    generation = cm->generation;
+    entries = cm->entries;
+  }
+  const std::string current = cm->GenerationDir(generation);
+  auto in_current = [&](const ModelObject& o) {
+    auto e = entries.find(o.path);
+    std::error_code ec;
+    return generation > 0 && e != entries.end() && e->second == ManifestEntry{o.etag, o.size} &&
+           fs::file_size(current + "/" + o.path, ec) == o.size && !ec;
+  };
+
+  // Unchanged: the current generation holds exactly the wanted files (no
+  // wanted file changed, none was deleted from the store).
+  bool unchanged = generation > 0;
+  size_t wanted_in_manifest = 0;
+  for (const auto& [path, entry] : entries) wanted_in_manifest += wanted_path(path) ? 1 : 0;
+  unchanged = unchanged && wanted_in_manifest == wanted.size();
+  for (const ModelObject& o : wanted) unchanged = unchanged && in_current(o);
+  for (const std::string& d : directories) {
+    std::error_code ec;
+    unchanged = unchanged && fs::is_directory(current + "/" + d, ec);
+  }
+  if (unchanged) {
+    if (options_.metrics) options_.metrics->AddCacheHits(name_, wanted.size());
+    return current;
+  }
+
+  const int64_t next = generation + 1;
+  const std::string final_dir = cm->GenerationDir(next);
+  const std::string staging = final_dir + ".partial";
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  fs::remove_all(final_dir, ec);
+  fs::create_directories(staging, ec);
+  if (ec) {
+    return Internal("cannot create model cache directory '" + staging + "': " + ec.message());
+  }
+  {
+    std::ofstream about(cache_root_ + "/REPOSITORY");
+    about << name_ << "\n";
+  }
+  auto fail = [&](Status s) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    return s;
+  };
+  for (const std::string& d : directories) fs::create_directories(staging + "/" + d, ec);
+  ModelObjects fetch;
+  uint64_t reused = 0;
+  for (const ModelObject& o : wanted) {
+    const std::string target = staging + "/" + o.path;
+    fs::create_directories(fs::path(target).parent_path(), ec);
+    if (ec) {
+      return fail(Internal("cannot create a directory for '" + target + "': " + ec.message()));
+    }
+    if (in_current(o)) {
+      // Unchanged: shared with the current generation, not downloaded.
+      fs::create_hard_link(current + "/" + o.path, target, ec);
+      if (ec) fs::copy_file(current + "/" + o.path, target, ec);
+      if (!ec) {
+        ++reused;
+        continue;
+      }
+    }
+    fetch.push_back(o);
+  }
+  Status downloaded = Download(model, fetch, staging);
+  if (!downloaded.ok()) return fail(downloaded);
+
+  fs::rename(staging, final_dir, ec);
+  if (ec) return fail(Internal("cannot rename '" + staging + "': " + ec.message()));
+  ManifestEntries next_entries;
+  for (const ModelObject& o : wanted) next_entries[o.path] = ManifestEntry{o.etag, o.size};
+  {
+    const std::string temp = cm->directory + "/manifest.tmp";
+    std::ofstream out(temp, std::ios::trunc);
+    out << kManifestHeader << "\ngeneration " << next << "\n";
+    for (const auto& [path, entry] : next_entries) {
+      out << Escape(entry.etag) << ' ' << entry.size << ' ' << Escape(path) << '\n';
+    }
+    out.close();
+    // A manifest that cannot be written costs a download after a restart,
+    // nothing now.
+    if (out) fs::rename(temp, cm->directory + "/manifest", ec);
+  }
+  {
+    MutexLock lock(mu_);
+    cm->generation = next;
+    cm->entries = std::move(next_entries);
+  }
+  // Older generations go; the one just replaced stays (a version whose
+  // reload fails keeps serving from it).
+  for (fs::directory_iterator it(cm->directory, ec), end; !ec && it != end; it.increment(ec)) {
+    auto g = GenerationOf(it->path().filename().string());
+    if (g && *g != next && *g != generation) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+  if (options_.metrics && reused > 0) options_.metrics->AddCacheHits(name_, reused);
+  return final_dir;
+}
+
+std::vector<std::string> S3RepositorySource::PathsToRedact() const {
+  std::vector<std::string> paths = {options_.cache_directory};
+  std::error_code ec;
+  auto full = fs::weakly_canonical(options_.cache_directory, ec);
+  if (!ec) paths.push_back(full.string());
+  auto abs = fs::absolute(options_.cache_directory, ec);
+  if (!ec) paths.push_back(abs.lexically_normal().string());
+  return paths;
+}
+
+}  // namespace inferd
