@@ -2,12 +2,19 @@
 
 #include <charconv>
 
+#include "core/sanitize.h"
 #include "objectstore/sigv4.h"
 
 namespace inferd::s3 {
 namespace {
 
 constexpr int kMaxDepth = 32;
+// A listing page holds at most 1,000 entries of a few elements each; a
+// document with far more elements is refused before it costs gigabytes of
+// element objects (a 32 MiB body of "<a/>" would be 8 million of them).
+constexpr size_t kMaxElements = 100000;
+// Names quoted in messages are cut to this many bytes.
+constexpr size_t kMaxQuotedName = 64;
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -139,6 +146,7 @@ class Reader {
   // At '<' of a start tag: the element, its content and its end tag.
   Status Element(XmlElement* out, int depth) {
     if (depth > kMaxDepth) return Fail("elements nested too deeply");
+    if (++elements_ > kMaxElements) return Fail("more than 100000 elements");
     ++pos_;
     std::string qname;
     INFERD_RETURN_IF_ERROR(Name(&qname));
@@ -158,7 +166,7 @@ class Reader {
       std::string attr;
       INFERD_RETURN_IF_ERROR(Name(&attr));
       SkipSpace();
-      if (!At("=")) return Fail("expected '=' after attribute " + attr);
+      if (!At("=")) return Fail("expected '=' after attribute " + Quoted(attr));
       ++pos_;
       SkipSpace();
       if (!At("\"") && !At("'")) return Fail("expected a quoted attribute value");
@@ -168,7 +176,7 @@ class Reader {
       pos_ = end + 1;
     }
     for (;;) {
-      if (pos_ >= d_.size()) return Fail("unclosed element <" + qname + ">");
+      if (pos_ >= d_.size()) return Fail("unclosed element <" + Quoted(qname) + ">");
       char c = d_[pos_];
       if (c == '&') {
         INFERD_RETURN_IF_ERROR(Reference(&out->text));
@@ -180,7 +188,9 @@ class Reader {
         std::string end_name;
         INFERD_RETURN_IF_ERROR(Name(&end_name));
         SkipSpace();
-        if (end_name != qname) return Fail("</" + end_name + "> closes <" + qname + ">");
+        if (end_name != qname) {
+          return Fail("</" + Quoted(end_name) + "> closes <" + Quoted(qname) + ">");
+        }
         if (!At(">")) return Fail("expected '>'");
         ++pos_;
         return Status::Ok();
@@ -201,8 +211,15 @@ class Reader {
     }
   }
 
+  // An element or attribute name as a message may quote it: cut short and
+  // with control bytes escaped (the document comes from the network).
+  static std::string Quoted(const std::string& name) {
+    return EscapeControl(std::string_view(name).substr(0, kMaxQuotedName));
+  }
+
   std::string_view d_;
   size_t pos_ = 0;
+  size_t elements_ = 0;
 };
 
 std::string_view TextOf(const XmlElement& parent, std::string_view name) {
@@ -218,7 +235,7 @@ Status Decode(std::string_view text, bool url, std::string* out) {
   }
   if (!sigv4::UriDecode(text, /*plus_is_space=*/true, out)) {
     return InvalidArgument("bad URL encoding in ListBucketResult: '" +
-                           std::string(text.substr(0, 200)) + "'");
+                           EscapeControl(text.substr(0, 200)) + "'");
   }
   return Status::Ok();
 }

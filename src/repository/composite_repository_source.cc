@@ -52,6 +52,14 @@ StatusOr<std::string> CompositeRepositorySource::Materialize(const std::string& 
       model, [&](RepositorySource& s) { return s.Materialize(model, versions); });
 }
 
+std::shared_ptr<const void> CompositeRepositorySource::Pin(const std::string& model,
+                                                           const std::string& directory) const {
+  for (const auto& child : children_) {
+    if (auto pin = child->Pin(model, directory)) return pin;
+  }
+  return nullptr;
+}
+
 std::vector<std::string> CompositeRepositorySource::PathsToRedact() const {
   std::vector<std::string> paths;
   for (const auto& child : children_) {

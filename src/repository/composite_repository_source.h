@@ -32,6 +32,9 @@ class CompositeRepositorySource : public RepositorySource {
                                  const std::string& relative_path) const override;
   StatusOr<std::string> Materialize(const std::string& model,
                                     const std::set<int64_t>& versions) override;
+  // The pin of the child that made `directory` (the first non-null one).
+  std::shared_ptr<const void> Pin(const std::string& model,
+                                  const std::string& directory) const override;
   std::vector<std::string> PathsToRedact() const override;
 
  private:

@@ -25,16 +25,18 @@ Status LoadFailure(const std::string& name, const std::string& why) {
   return InvalidArgument("load failed for model '" + name + "': " + why);
 }
 
-// A version loaded from a load call's files, holding the files: the
-// directory is removed when the last holder of the version lets go, after
-// the version itself is destroyed (members are destroyed in reverse order).
-std::shared_ptr<ModelVersion> HoldingFiles(std::shared_ptr<ModelVersion> version,
-                                           std::shared_ptr<const ModelFileDirectory> files) {
+// A version holding what keeps its files on disk (a load call's files, a
+// source's pin of a cache directory): that is released when the last
+// holder of the version lets go, after the version itself is destroyed
+// (members are destroyed in reverse order).
+std::shared_ptr<ModelVersion> Holding(std::shared_ptr<ModelVersion> version,
+                                      std::shared_ptr<const void> keep) {
+  if (!keep) return version;
   struct Holder {
-    std::shared_ptr<const ModelFileDirectory> files;
+    std::shared_ptr<const void> keep;
     std::shared_ptr<ModelVersion> version;
   };
-  auto holder = std::make_shared<Holder>(Holder{std::move(files), std::move(version)});
+  auto holder = std::make_shared<Holder>(Holder{std::move(keep), std::move(version)});
   ModelVersion* raw = holder->version.get();
   return std::shared_ptr<ModelVersion>(std::move(holder), raw);
 }
@@ -232,14 +234,25 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
     if (plan.action == ModelAction::kLoad) MarkLoading(plan, models_[name].status);
   }
   if (plan.action != ModelAction::kLoad) return ApplyFailure(plan);
-  return Commit(plan, fingerprint, LoadVersions(plan, prepared.config, input));
+  bool retry = false;
+  LoadResults results = LoadVersions(plan, prepared.config, input, retry);
+  // No fingerprint is recorded for a load whose files could not be fetched
+  // (a store that failed, an object deleted meanwhile): the next poll tries
+  // again although nothing changed in the repository.
+  return Commit(plan, retry ? std::string() : fingerprint, std::move(results));
 }
 
 ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
                                                      const inference::ModelConfig& config,
-                                                     const LoadInput& input) {
+                                                     const LoadInput& input, bool& retry) {
   LoadResults results;
   auto directory = input.source.Materialize(plan.name, plan.load);
+  // A key that can never be a file stays failed until the model changes;
+  // anything else (unreachable, timeout, deleted meanwhile, disk full) may
+  // pass next time.
+  retry = !directory.ok() && directory.status().code() != StatusCode::kInvalidArgument;
+  std::shared_ptr<const void> pin;
+  if (directory.ok()) pin = input.source.Pin(plan.name, *directory);
   for (int64_t v : plan.load) {
     if (!directory.ok()) {
       results.emplace(v, directory.status());
@@ -252,7 +265,8 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
     if (loaded.ok()) {
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
                      << " is READY (loaded in " << (*loaded)->load_seconds() << " s)";
-      if (input.files) loaded = HoldingFiles(std::move(*loaded), input.files);
+      std::shared_ptr<const void> keep = input.files;
+      loaded = Holding(std::move(*loaded), keep ? keep : pin);
     } else {
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
                      << " failed to load: " << EscapeControl(loaded.status().message());

@@ -159,8 +159,12 @@ class ModelManager {
   void ApplyUnload(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   Status ApplyLoad(const std::string& name, const std::string& fingerprint, const LoadInput& input)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  // Materializes and loads plan.load; `retry` says the source could not
+  // provide the files for a reason that may pass (the fingerprint is then
+  // not recorded, so the next poll tries again).
   LoadResults LoadVersions(const ModelPlan& plan, const inference::ModelConfig& config,
-                           const LoadInput& input) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+                           const LoadInput& input, bool& retry) INFERD_REQUIRES(load_mu_)
+      INFERD_EXCLUDES(mu_);
   Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   void Retire(Retired runtimes) INFERD_EXCLUDES(reaper_mu_);

@@ -9,7 +9,16 @@ StatusOr<inference::ModelConfig> ReadConfig(const RepositorySource& source, cons
                                             const std::optional<std::string>& config_json) {
   if (config_json) return ParseModelConfigJson(*config_json);
   auto text = source.ReadFile(name, "config.pbtxt");
-  if (!text.ok()) return NotFound("model '" + name + "' has no config.pbtxt");
+  if (text.status().code() == StatusCode::kNotFound) {
+    return NotFound("model '" + name + "' has no config.pbtxt");
+  }
+  // A remote store that refused or failed the read says why (access denied,
+  // unreachable, timed out): "has no config.pbtxt" would send the operator
+  // looking for a file that is there.
+  if (!text.ok()) {
+    return Status(text.status().code(),
+                  "cannot read config.pbtxt of model '" + name + "': " + text.status().message());
+  }
   return ParseModelConfigText(*text, name + "/config.pbtxt");
 }
 

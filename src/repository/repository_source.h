@@ -5,10 +5,10 @@
 // the model's files in a local directory when it loads it.
 //
 // Implementations: LocalRepositorySource (a directory on this machine),
+// S3RepositorySource (an s3:// prefix, materialised into a local cache),
+// ModelFilesSource (the load API's file: parameters),
 // CompositeRepositorySource (several repositories as one);
-// MakeRepositorySource builds them from the --model-repository strings. A
-// remote store (object storage) implements the same interface and
-// materialises into a local cache; nothing above this interface changes.
+// MakeRepositorySource builds them from the --model-repository strings.
 //
 // Threading: the listing and reading methods (ListModels, ListVersions,
 // Fingerprint, ReadFile, PathsToRedact) may be called from any thread,
@@ -16,11 +16,12 @@
 // lists models while a load runs. Materialize is called by one thread at a
 // time (the manager's load lock). Implementations keep their own locks.
 //
-// Errors: a repository that cannot be listed at all (missing, not a
-// directory, unreachable) fails ListModels with INVALID_ARGUMENT or
-// INTERNAL naming it. A per-model call for a model the source does not hold
-// is NOT_FOUND. Messages may name server paths; front ends redact
-// PathsToRedact() before a client sees them.
+// Errors: a repository that cannot be listed at all fails ListModels naming
+// it: a local one (missing, not a directory) with INVALID_ARGUMENT or
+// INTERNAL, a remote one with the store's code (PERMISSION_DENIED, NOT_FOUND
+// for a missing bucket, UNAVAILABLE, DEADLINE_EXCEEDED). A per-model call for a model the source
+// does not hold is NOT_FOUND. Messages may name server paths; front ends redact PathsToRedact()
+// before a client sees them.
 #pragma once
 
 #include <cstdint>
@@ -83,6 +84,17 @@ class RepositorySource {
   // while serving, so a cache replaces it only when the content changed).
   virtual StatusOr<std::string> Materialize(const std::string& model,
                                             const std::set<int64_t>& versions) = 0;
+
+  // Keeps `directory`, which Materialize(model, ...) returned, on disk for
+  // as long as the token is held: each version loaded from it holds one, so
+  // a later Materialize never removes files a serving version may read. Null
+  // where a directory needs no keeping (a local repository serves in place).
+  virtual std::shared_ptr<const void> Pin(const std::string& model,
+                                          const std::string& directory) const {
+    (void)model;
+    (void)directory;
+    return nullptr;
+  }
 
   // Server paths (repository roots, a cache directory) that messages may
   // contain and clients must not see: each as given, canonical and absolute.

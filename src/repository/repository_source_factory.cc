@@ -1,5 +1,7 @@
 #include "repository/repository_source_factory.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <optional>
 
@@ -84,7 +86,8 @@ std::string DefaultModelCacheDirectory() {
   std::error_code ec;
   std::filesystem::path temp = std::filesystem::temp_directory_path(ec);
   if (ec) temp = "/tmp";
-  return (temp / "inferd-model-cache").string();
+  // One per user: another user cannot have made it first.
+  return (temp / ("inferd-model-cache-" + std::to_string(::geteuid()))).string();
 }
 
 std::shared_ptr<RepositorySource> MakeRepositorySource(const std::vector<std::string>& repositories,

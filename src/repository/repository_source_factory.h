@@ -46,7 +46,7 @@ std::shared_ptr<RepositorySource> MakeRepositorySource(const std::vector<std::st
 std::shared_ptr<RepositorySource> MakeRepositorySource(const std::vector<std::string>& repositories,
                                                        bool follow_external_symlinks = false);
 
-// "<system temp dir>/inferd-model-cache": a fixed name, so that a restarted
+// "<system temp dir>/inferd-model-cache-<uid>": a fixed name, so that a restarted
 // server finds what it downloaded before.
 std::string DefaultModelCacheDirectory();
 

@@ -1,9 +1,16 @@
 #include "repository/s3_repository_source.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -51,13 +58,18 @@ bool IsSafeRelativePath(std::string_view path) {
     const size_t end = path.find('/', start);
     const std::string_view part = path.substr(start, end - start);
     if (part.empty() || part == "." || part == "..") return false;
+    // A NUL would cut the path short in the system calls: two keys could
+    // then name one file.
+    if (part.find('\0') != std::string_view::npos) return false;
     if (end == std::string_view::npos) return true;
     start = end + 1;
   }
 }
 
 // Manifest fields are separated by spaces and lines: keys may hold both.
+// An empty field (an object without an ETag) is written as "-".
 std::string Escape(const std::string& s) {
+  if (s.empty()) return "-";
   std::string out;
   for (unsigned char c : s) {
     if (c <= 0x20 || c == 0x7f || c == '%') {
@@ -72,6 +84,7 @@ std::string Escape(const std::string& s) {
 }
 
 std::optional<std::string> Unescape(const std::string& s) {
+  if (s == "-") return std::string();
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] != '%') {
@@ -154,7 +167,10 @@ S3RepositorySource::S3RepositorySource(std::shared_ptr<const s3::ObjectStore> st
   }
 }
 
-S3RepositorySource::~S3RepositorySource() = default;
+S3RepositorySource::~S3RepositorySource() {
+  MutexLock lock(mu_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);  // releases the flock
+}
 
 std::string S3RepositorySource::KeyOf(const std::string& model, const std::string& path) const {
   return prefix_ + model + "/" + path;
@@ -167,6 +183,7 @@ void S3RepositorySource::CountError(const Status& status) const {
 }
 
 StatusOr<std::shared_ptr<const S3RepositorySource::Snapshot>> S3RepositorySource::List() const {
+  const auto started = std::chrono::steady_clock::now();
   auto listed = store_->ListObjects(prefix_);
   if (!listed.ok()) {
     CountError(listed.status());
@@ -201,8 +218,13 @@ StatusOr<std::shared_ptr<const S3RepositorySource::Snapshot>> S3RepositorySource
   }
   std::shared_ptr<const Snapshot> out = std::move(snap);
   MutexLock lock(mu_);
-  snapshot_ = out;
-  snapshot_time_ = std::chrono::steady_clock::now();
+  // Only a listing that started later replaces the snapshot: a slow one
+  // (the index) finishing after a poll's must not bring back older content
+  // for the poll's per-model calls. Its age counts from when it started.
+  if (!snapshot_ || started >= snapshot_time_) {
+    snapshot_ = out;
+    snapshot_time_ = started;
+  }
   return out;
 }
 
@@ -397,6 +419,19 @@ Status S3RepositorySource::Download(const std::string& model, const ModelObjects
       const ModelObject& o = fetch[i];
       const s3::ObjectInfo expected{KeyOf(model, o.path), o.size, o.etag};
       Status s = store_->GetToFile(expected, staging + "/" + o.path);
+      // A store that is briefly unavailable, slow or cut a transfer short
+      // gets two more tries (after 0.25 s and 1 s) before the model fails:
+      // one 503 among hundreds of files should not fail a load.
+      for (int retry = 0; retry < 2 && !s.ok() && !failed.load(); ++retry) {
+        const StatusCode code = s.code();
+        if (code != StatusCode::kUnavailable && code != StatusCode::kDeadlineExceeded &&
+            code != StatusCode::kDataLoss) {
+          break;
+        }
+        CountError(s);
+        std::this_thread::sleep_for(std::chrono::milliseconds(retry == 0 ? 250 : 1000));
+        s = store_->GetToFile(expected, staging + "/" + o.path);
+      }
       if (s.ok()) {
         objects.fetch_add(1);
         bytes.fetch_add(o.size);
@@ -430,8 +465,67 @@ Status S3RepositorySource::Download(const std::string& model, const ModelObjects
                 "cannot fetch model '" + model + "' from '" + name_ + "': " + first.message());
 }
 
+Status S3RepositorySource::LockCacheRoot() {
+  MutexLock lock(mu_);
+  if (lock_fd_ >= 0) return Status::Ok();
+  std::error_code ec;
+  // A cache directory made here is private too (0700); one the operator
+  // made (an emptyDir, a volume) is taken as it is.
+  fs::create_directories(fs::path(options_.cache_directory).parent_path(), ec);
+  ::mkdir(options_.cache_directory.c_str(), 0700);
+  // The repository's own directory is private: cached files are loaded
+  // (and, for some backends, run) without being downloaded again.
+  if (::mkdir(cache_root_.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Internal("cannot create model cache directory '" + cache_root_ +
+                    "': " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::lstat(cache_root_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
+    return Status(StatusCode::kFailedPrecondition, "model cache directory '" + cache_root_ +
+                                                       "' is not a directory owned by this user");
+  }
+  const int fd =
+      ::open((cache_root_ + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    return Internal("cannot open '" + cache_root_ + "/.lock': " + std::strerror(errno));
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return Status(StatusCode::kFailedPrecondition,
+                  "model cache directory '" + cache_root_ +
+                      "' is in use by another inferd process (give each its own "
+                      "--model-cache-dir)");
+  }
+  lock_fd_ = fd;
+  std::ofstream about(cache_root_ + "/.repository");
+  about << name_ << "\n";
+  return Status::Ok();
+}
+
+std::shared_ptr<const void> S3RepositorySource::Pin(const std::string& model,
+                                                    const std::string& directory) const {
+  const std::string mine = cache_root_ + "/" + model + "/g";
+  if (directory.compare(0, mine.size(), mine) != 0) return nullptr;
+  MutexLock lock(mu_);
+  std::weak_ptr<const void>& slot = pins_[directory];
+  if (auto held = slot.lock()) return held;
+  auto pin = std::make_shared<const int>(0);
+  slot = pin;
+  return pin;
+}
+
+bool S3RepositorySource::Pinned(const std::string& directory) const {
+  MutexLock lock(mu_);
+  auto it = pins_.find(directory);
+  if (it == pins_.end()) return false;
+  if (!it->second.expired()) return true;
+  pins_.erase(it);
+  return false;
+}
+
 StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
                                                       const std::set<int64_t>& versions) {
+  if (Status locked = LockCacheRoot(); !locked.ok()) return locked;
   auto objects = ObjectsOf(model);
   if (!objects.ok()) return objects.status();
   std::set<std::string> version_names;
@@ -498,10 +592,6 @@ StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
   if (ec) {
     return Internal("cannot create model cache directory '" + staging + "': " + ec.message());
   }
-  {
-    std::ofstream about(cache_root_ + "/REPOSITORY");
-    about << name_ << "\n";
-  }
   auto fail = [&](Status s) {
     std::error_code ignored;
     fs::remove_all(staging, ignored);
@@ -551,11 +641,11 @@ StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
     cm->generation = next;
     cm->entries = std::move(next_entries);
   }
-  // Older generations go; the one just replaced stays (a version whose
-  // reload fails keeps serving from it).
+  // Older generations go, except those a loaded version still reads (a
+  // version whose reload failed keeps serving from its generation).
   for (fs::directory_iterator it(cm->directory, ec), end; !ec && it != end; it.increment(ec)) {
     auto g = GenerationOf(it->path().filename().string());
-    if (g && *g != next && *g != generation) {
+    if (g && *g != next && !Pinned(it->path().string())) {
       std::error_code ignored;
       fs::remove_all(it->path(), ignored);
     }

@@ -31,7 +31,8 @@
 // otherwise one GET bounded by `max_read_bytes` (RESOURCE_EXHAUSTED above).
 //
 // Cache layout (materialised models), under `cache_directory`:
-//   <cache>/<16 hex digits: hash of store + prefix>/REPOSITORY   what it caches (text)
+//   <cache>/<16 hex digits: hash of store + prefix>/.repository  what it caches (text)
+//   <cache>/<hash>/.lock                 held (flock) by the process using it
 //   <cache>/<hash>/<model>/manifest      generation + key -> ETag, size (text)
 //   <cache>/<hash>/<model>/g<N>/...      generation N: the model's files
 //   <cache>/<hash>/<model>/g<N>.partial  generation N while it is built
@@ -48,13 +49,15 @@
 // unreachable) removes the partial directory and fails the call: no
 // partial model is ever returned, and generation N is untouched.
 //
-// Directory lifetime: the directory Materialize returns stays valid until
-// the Materialize of the same model after next (one more than the contract
-// asks): when g<N+1> is made, g<N> (which a version whose reload failed may
-// still read) is kept and older generations are removed. A new process (a
+// Directory lifetime: a generation stays while it is current or pinned
+// (Pin: every version loaded from it holds a token, so a version whose
+// reload failed keeps its files however many generations follow); the
+// others are removed by the next Materialize of the model. A new process (a
 // restart) reads the manifests, so unchanged objects are not downloaded
 // again; it removes partial and stale generations of a model before first
-// using it. One inferd process per cache directory.
+// using it. One inferd process per repository cache: the first Materialize
+// takes an flock on <cache>/<hash>/.lock and fails with FAILED_PRECONDITION
+// while another process holds it.
 //
 // Threading: as RepositorySource: listing and reading methods from any
 // thread, concurrently with each other and with Materialize (one at a time).
@@ -121,6 +124,9 @@ class S3RepositorySource : public RepositorySource {
                                  const std::string& relative_path) const override;
   StatusOr<std::string> Materialize(const std::string& model,
                                     const std::set<int64_t>& versions) override;
+  // A token per generation directory of this cache; null for any other.
+  std::shared_ptr<const void> Pin(const std::string& model,
+                                  const std::string& directory) const override;
   // The cache directory, as given and resolved.
   std::vector<std::string> PathsToRedact() const override;
 
@@ -151,6 +157,10 @@ class S3RepositorySource : public RepositorySource {
                   const std::string& staging) const;
   std::string KeyOf(const std::string& model, const std::string& path) const;
   void CountError(const Status& status) const;
+  bool Pinned(const std::string& directory) const INFERD_EXCLUDES(mu_);
+  // Creates cache_root_ (0700) and takes its lock: FAILED_PRECONDITION when
+  // another process holds it, INTERNAL when it cannot be made.
+  Status LockCacheRoot() INFERD_EXCLUDES(mu_);
 
   const std::shared_ptr<const s3::ObjectStore> store_;
   const std::string prefix_;  // "" or "<prefix>/"
@@ -162,6 +172,11 @@ class S3RepositorySource : public RepositorySource {
   mutable std::shared_ptr<const Snapshot> snapshot_ INFERD_GUARDED_BY(mu_);
   mutable std::chrono::steady_clock::time_point snapshot_time_ INFERD_GUARDED_BY(mu_);
   mutable std::map<std::string, std::shared_ptr<CachedModel>> cache_ INFERD_GUARDED_BY(mu_);
+  // Generation directory -> its pin while some loaded version holds it.
+  mutable std::map<std::string, std::weak_ptr<const void>> pins_ INFERD_GUARDED_BY(mu_);
+  // The lock file of cache_root_ (flock), taken by the first Materialize:
+  // one inferd process per repository cache. -1 until then.
+  int lock_fd_ INFERD_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace inferd

@@ -265,7 +265,7 @@ Model repository
                                  whose target lies outside every model repository (default
                                  false; links into a repository are always followed)
   --model-cache-dir=<dir>        where models of s3:// repositories are downloaded and kept
-                                 across restarts (default <temp dir>/inferd-model-cache)
+                                 across restarts (default <temp dir>/inferd-model-cache-<uid>)
   --s3-addressing=<style>        path (default: https://<endpoint>/<bucket>/<key>) or virtual
                                  (https://<bucket>.<endpoint>/<key>) requests to S3
   --strict-readiness=<bool>      ready only when every model is ready (default true)

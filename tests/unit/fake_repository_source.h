@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "repository/repository_source.h"
@@ -52,6 +53,12 @@ class FakeRepositorySource : public RepositorySource {
   void SetListingError(Status status) {
     std::lock_guard<std::mutex> lock(mu_);
     listing_error_ = std::move(status);
+  }
+  // Non-OK: the next Materialize fails with it (a store that failed a
+  // download), once.
+  void FailNextMaterialize(Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    materialize_error_ = std::move(status);
   }
   // (model, versions) of every Materialize call, in order.
   std::vector<std::pair<std::string, std::set<int64_t>>> materialized() const {
@@ -106,6 +113,7 @@ class FakeRepositorySource : public RepositorySource {
     auto files = Find(model);
     if (!files.ok()) return files.status();
     materialized_.emplace_back(model, versions);
+    if (!materialize_error_.ok()) return std::exchange(materialize_error_, Status::Ok());
     const std::filesystem::path dir = cache_ / model;
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
@@ -149,6 +157,7 @@ class FakeRepositorySource : public RepositorySource {
   std::map<std::string, Files> models_;
   std::map<std::string, std::string> problems_;
   Status listing_error_;
+  Status materialize_error_;
   std::vector<std::pair<std::string, std::set<int64_t>>> materialized_;
 };
 

@@ -114,6 +114,29 @@ TEST_F(ModelLifecycleTest, PollPicksUpNewVersionsNewModelsAndRemovals) {
   EXPECT_TRUE(manager_->AllReady());
 }
 
+TEST_F(ModelLifecycleTest, AFailedFetchIsTriedAgainAtTheNextPoll) {
+  Make(ModelControlMode::kPoll);
+  ASSERT_TRUE(manager_->LoadStartupModels().ok());
+  StartPolling();
+  auto first = Serving("m");
+  ASSERT_NE(first, nullptr);
+  // Version 2 appears, and its download fails once (a store that answered
+  // 503); the next pass, with nothing changed in the repository, tries
+  // again and loads version 2.
+  source_->SetModel("m", AddSub("m"), {1, 2});
+  source_->FailNextMaterialize(Unavailable("server error from the store (503)"));
+  PollPass();
+  auto after_failure = Serving("m");
+  EXPECT_TRUE(after_failure == nullptr || after_failure->version() == 1);
+  PollPass();
+  ASSERT_NE(Serving("m"), nullptr);
+  EXPECT_EQ(Serving("m")->version(), 2);
+  // Settled: a further pass loads nothing.
+  const size_t calls = source_->materialized().size();
+  PollPass();
+  EXPECT_EQ(source_->materialized().size(), calls);
+}
+
 TEST_F(ModelLifecycleTest, UnchangedModelIsNotReloaded) {
   Make(ModelControlMode::kPoll);
   ASSERT_TRUE(manager_->LoadStartupModels().ok());

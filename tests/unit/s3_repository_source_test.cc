@@ -6,6 +6,7 @@
 #include "repository/s3_repository_source.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -36,10 +37,12 @@ class FakeStore : public s3::ObjectStore {
     objects_.erase(key);
   }
   void set_fault(Fault f) { fault_ = f; }
-  // The next GET of this key writes half the object and fails (kDataLoss).
-  void TruncateNext(const std::string& key) {
+  // The next `times` GETs of this key write half the object and fail
+  // (kDataLoss).
+  void TruncateNext(const std::string& key, int times = 1) {
     std::lock_guard<std::mutex> lock(mu_);
     truncate_ = key;
+    truncate_times_ = times;
   }
   // Runs before each GetToFile (on the downloading thread).
   void set_before_get(std::function<void(const std::string&)> f) { before_get_ = std::move(f); }
@@ -85,8 +88,8 @@ class FakeStore : public s3::ObjectStore {
         return NotFound("no such key '" + expected.key + "' in bucket 'bucket'");
       }
       content = it->second;
-      truncate = truncate_ == expected.key;
-      if (truncate) truncate_.clear();
+      truncate = truncate_ == expected.key && truncate_times_ > 0;
+      if (truncate && --truncate_times_ == 0) truncate_.clear();
     }
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     if (!out) return Internal("cannot write " + path);
@@ -128,6 +131,7 @@ class FakeStore : public s3::ObjectStore {
   mutable std::mutex mu_;
   std::map<std::string, std::string> objects_;
   mutable std::string truncate_;
+  mutable int truncate_times_ = 0;
   std::atomic<Fault> fault_{Fault::kNone};
   std::function<void(const std::string&)> before_get_;
 };
@@ -357,6 +361,7 @@ TEST_F(S3RepositorySourceTest, OnlyChangedObjectsAreDownloadedAndTheOldDirectory
   auto source = Source();
   ASSERT_TRUE(source->ListModels().ok());
   const std::string first = source->Materialize("a", {1}).value();
+  auto loaded_from_first = source->Pin("a", first);  // as a loaded version holds it
   store_->Put("repo/a/1/model.bin", "ONE!");
   ASSERT_TRUE(source->ListModels().ok());
   const int gets = store_->gets.load();
@@ -369,15 +374,52 @@ TEST_F(S3RepositorySourceTest, OnlyChangedObjectsAreDownloadedAndTheOldDirectory
   // The directory a loaded version may still read is intact.
   EXPECT_EQ(ReadAll(fs::path(first) / "1" / "model.bin"), "one");
   EXPECT_EQ(Counts(*source).cache_hits, 2u);
+}
 
-  // A third generation removes the first; the second stays.
-  store_->Put("repo/a/config.pbtxt", "name: \"a\" # 3");
+TEST_F(S3RepositorySourceTest, AGenerationStaysWhilePinnedAndGoesAfter) {
+  auto source = Source();
   ASSERT_TRUE(source->ListModels().ok());
-  const std::string third = source->Materialize("a", {1}).value();
+  const std::string first = source->Materialize("a", {1}).value();
+  // A version loaded from the first generation whose reloads keep failing
+  // holds its pin while newer generations come and go.
+  auto pin = source->Pin("a", first);
+  ASSERT_NE(pin, nullptr);
+  EXPECT_EQ(source->Pin("a", first), pin) << "one token per directory";
+  EXPECT_EQ(source->Pin("a", "/somewhere/else"), nullptr);
+  std::string latest;
+  for (int i = 2; i <= 3; ++i) {
+    store_->Put("repo/a/config.pbtxt", "name: \"a\" # " + std::to_string(i));
+    ASSERT_TRUE(source->ListModels().ok());
+    latest = source->Materialize("a", {1}).value();
+  }
+  EXPECT_EQ(Generations(*source, "a"), (std::vector<std::string>{"g1", "g3"}))
+      << "g2 was never pinned; g1 is";
+  EXPECT_EQ(ReadAll(fs::path(first) / "1" / "model.bin"), "one");
+  pin.reset();
+  store_->Put("repo/a/config.pbtxt", "name: \"a\" # 4");
+  ASSERT_TRUE(source->ListModels().ok());
+  const std::string fourth = source->Materialize("a", {1}).value();
   EXPECT_FALSE(fs::exists(first));
-  EXPECT_TRUE(fs::exists(*second));
-  EXPECT_EQ(Generations(*source, "a"), (std::vector<std::string>{"g2", "g3"}));
-  EXPECT_EQ(ReadAll(fs::path(third) / "config.pbtxt"), "name: \"a\" # 3");
+  EXPECT_EQ(Generations(*source, "a"), std::vector<std::string>{"g4"});
+  EXPECT_EQ(ReadAll(fs::path(fourth) / "config.pbtxt"), "name: \"a\" # 4");
+}
+
+TEST_F(S3RepositorySourceTest, OneProcessPerRepositoryCache) {
+  auto source = Source();
+  ASSERT_TRUE(source->ListModels().ok());
+  ASSERT_TRUE(source->Materialize("a", {1}).ok());
+  auto other = Source();  // another process with the same --model-cache-dir
+  ASSERT_TRUE(other->ListModels().ok());
+  auto refused = other->Materialize("a", {1});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("in use by another inferd process"), std::string::npos)
+      << refused.status().message();
+  source.reset();  // the first one exits: its lock goes with it
+  EXPECT_TRUE(other->Materialize("a", {1}).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(other->cache_root().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "the repository's cache is private";
 }
 
 TEST_F(S3RepositorySourceTest, ADeletedFileLeavesTheMaterializedModel) {
@@ -412,6 +454,7 @@ TEST_F(S3RepositorySourceTest, CacheIsReusedAcrossARestart) {
   EXPECT_EQ(Counts(*restarted).objects, 0u);
 
   // A restart after a change downloads the change only.
+  restarted.reset();
   store_->Put("repo/a/config.pbtxt", "name: \"a\" # changed");
   auto third = Source();
   ASSERT_TRUE(third->ListModels().ok());
@@ -452,15 +495,25 @@ TEST_F(S3RepositorySourceTest, AnObjectDeletedBetweenListAndGetFailsCleanly) {
   EXPECT_EQ(Counts(*source).errors["not_found"], 1u);
 }
 
+TEST_F(S3RepositorySourceTest, ATruncatedTransferIsTriedAgain) {
+  auto source = Source();
+  ASSERT_TRUE(source->ListModels().ok());
+  store_->TruncateNext("repo/a/1/model.bin", 2);
+  auto fetched = source->Materialize("a", {1});
+  ASSERT_TRUE(fetched.ok()) << fetched.status().message();
+  EXPECT_EQ(ReadAll(fs::path(*fetched) / "1" / "model.bin"), "one");
+  EXPECT_EQ(Counts(*source).errors["truncated"], 2u);
+}
+
 TEST_F(S3RepositorySourceTest, ATruncatedTransferFailsCleanly) {
   auto source = Source();
   ASSERT_TRUE(source->ListModels().ok());
-  store_->TruncateNext("repo/a/1/model.bin");
+  store_->TruncateNext("repo/a/1/model.bin", 3);  // every try
   auto failed = source->Materialize("a", {1});
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), StatusCode::kDataLoss);
   EXPECT_EQ(Generations(*source, "a"), std::vector<std::string>{});
-  EXPECT_EQ(Counts(*source).errors["truncated"], 1u);
+  EXPECT_EQ(Counts(*source).errors["truncated"], 3u);
   // The next attempt succeeds and downloads everything again.
   auto retried = source->Materialize("a", {1});
   ASSERT_TRUE(retried.ok()) << retried.status().message();
@@ -547,8 +600,19 @@ TEST_F(S3RepositorySourceTest, KeysThatCannotBeFilePathsAreRefused) {
   auto refused = source->Materialize("a", {1});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(fs::exists(fs::path(source->cache_root()) / "escape"));
   EXPECT_FALSE(fs::exists(cache_ / "escape"));
   EXPECT_TRUE(source->Materialize("a", {2}).ok()) << "other versions are not concerned";
+}
+
+TEST_F(S3RepositorySourceTest, KeysWithNulAreRefused) {
+  // "1/model.bin\0x" would be cut to "1/model.bin" by the system calls.
+  store_->Put(std::string("repo/a/1/model.bin\0x", 20), "other");
+  auto source = Source();
+  ASSERT_TRUE(source->ListModels().ok());
+  auto refused = source->Materialize("a", {1});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(S3RepositorySourceTest, TheCacheDirectoryIsAPathToRedact) {
