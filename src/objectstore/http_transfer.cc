@@ -103,6 +103,11 @@ void SetOptions(CURL* curl, const HttpRequest& request, const TransferOptions& o
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes_per_s);
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options.low_speed_window_s);
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options.total_timeout_ms);
+  // Streamed downloads (no total timeout) receive in 512 KiB chunks instead
+  // of curl's 16 KiB: a 100 MB model file is 200 write(2)s and MD5 updates
+  // instead of 6,400. Small requests keep the default.
+  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE,
+                   options.total_timeout_ms == 0 ? 512L * 1024 : 16L * 1024);
   if (request.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else {

@@ -117,6 +117,10 @@ struct PreparedModel {
   std::string error;         // non-empty: the config could not be read, parsed or validated
   std::set<int64_t> wanted;  // the versions to serve
   bool unreadable = false;   // with `error`: read or parse failed (a poll failure)
+  // With `error`: the source failed to read the model (a remote store
+  // unreachable, slow or refusing) and may not next time; a config that was
+  // read and is wrong is not transient.
+  bool transient = false;
 };
 
 // The version plan of a model PlanModels said to load (`loaded`: its record,

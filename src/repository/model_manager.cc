@@ -192,13 +192,15 @@ Status ModelManager::Apply(const ModelPlan& plan, const SourceModels& source,
   return Internal("unknown lifecycle action");
 }
 
-Status ModelManager::ApplyFailure(const ModelPlan& plan) {
+Status ModelManager::ApplyFailure(const ModelPlan& plan, const std::string& fingerprint) {
   INFERD_VLOG(1) << "model '" << EscapeControl(plan.name)
                  << "' failed to load: " << EscapeControl(plan.reason);
   {
     MutexLock lock(mu_);
     ++load_failures_[plan.name];
-    RecordFailure(plan.reason, models_[plan.name].status);
+    LoadedModel& status = models_[plan.name].status;
+    RecordFailure(plan.reason, status);
+    if (!fingerprint.empty()) status.fingerprint = fingerprint;
   }
   return plan.poll_failure ? PollFailure(plan.name, plan.reason)
                            : LoadFailure(plan.name, plan.reason);
@@ -233,7 +235,12 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
     plan = PlanVersions(name, prepared.plan, it == models_.end() ? nullptr : &it->second.status);
     if (plan.action == ModelAction::kLoad) MarkLoading(plan, models_[name].status);
   }
-  if (plan.action != ModelAction::kLoad) return ApplyFailure(plan);
+  if (plan.action != ModelAction::kLoad) {
+    // A config that failed for good is not read again by every poll pass
+    // (a GET per pass from a remote store) until the model changes; one
+    // the source failed to read is.
+    return ApplyFailure(plan, prepared.plan.transient ? std::string() : fingerprint);
+  }
   bool retry = false;
   LoadResults results = LoadVersions(plan, prepared.config, input, retry);
   // No fingerprint is recorded for a load whose files could not be fetched

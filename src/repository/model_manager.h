@@ -155,7 +155,10 @@ class ModelManager {
   LoadedModels Snapshot() const INFERD_EXCLUDES(mu_);
   Status Apply(const ModelPlan& plan, const SourceModels& source, const LoadInput& input)
       INFERD_REQUIRES(load_mu_);
-  Status ApplyFailure(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  // Records the failure; a non-empty `fingerprint` is what failed, so that
+  // poll passes leave the model alone until it changes.
+  Status ApplyFailure(const ModelPlan& plan, const std::string& fingerprint = "")
+      INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   void ApplyUnload(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   Status ApplyLoad(const std::string& name, const std::string& fingerprint, const LoadInput& input)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);

@@ -22,6 +22,13 @@ StatusOr<inference::ModelConfig> ReadConfig(const RepositorySource& source, cons
   return ParseModelConfigText(*text, name + "/config.pbtxt");
 }
 
+// Missing files and bad content stay so until the model changes; any other
+// failure to read (a store's) may pass.
+bool IsTransient(const Status& s) {
+  return s.code() != StatusCode::kNotFound && s.code() != StatusCode::kInvalidArgument &&
+         s.code() != StatusCode::kFailedPrecondition;
+}
+
 }  // namespace
 
 PreparedConfig PrepareModel(const RepositorySource& source, const std::string& name,
@@ -32,6 +39,7 @@ PreparedConfig PrepareModel(const RepositorySource& source, const std::string& n
   if (!config.ok()) {
     out.plan.error = config.status().message();
     out.plan.unreadable = true;
+    out.plan.transient = IsTransient(config.status());
     return out;
   }
   out.config = std::move(*config);
@@ -43,6 +51,7 @@ PreparedConfig PrepareModel(const RepositorySource& source, const std::string& n
   auto versions = source.ListVersions(name);
   if (!versions.ok()) {
     out.plan.error = versions.status().message();
+    out.plan.transient = IsTransient(versions.status());
     return out;
   }
   out.plan.wanted = VersionsToLoad(out.config.version_policy(), *versions);

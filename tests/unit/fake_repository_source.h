@@ -60,6 +60,17 @@ class FakeRepositorySource : public RepositorySource {
     std::lock_guard<std::mutex> lock(mu_);
     materialize_error_ = std::move(status);
   }
+  // How many times ReadFile read a file of `model`.
+  int reads(const std::string& model) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = reads_.find(model);
+    return it == reads_.end() ? 0 : it->second;
+  }
+  // Non-OK: every ReadFile fails with it (a store that cannot be reached).
+  void SetReadError(Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    read_error_ = std::move(status);
+  }
   // (model, versions) of every Materialize call, in order.
   std::vector<std::pair<std::string, std::set<int64_t>>> materialized() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -100,6 +111,8 @@ class FakeRepositorySource : public RepositorySource {
   StatusOr<std::string> ReadFile(const std::string& model,
                                  const std::string& relative_path) const override {
     std::lock_guard<std::mutex> lock(mu_);
+    ++reads_[model];
+    if (!read_error_.ok()) return read_error_;
     auto files = Find(model);
     if (!files.ok()) return files.status();
     auto it = (*files)->find(relative_path);
@@ -158,6 +171,8 @@ class FakeRepositorySource : public RepositorySource {
   std::map<std::string, std::string> problems_;
   Status listing_error_;
   Status materialize_error_;
+  Status read_error_;
+  mutable std::map<std::string, int> reads_;
   std::vector<std::pair<std::string, std::set<int64_t>>> materialized_;
 };
 

@@ -137,6 +137,34 @@ TEST_F(ModelLifecycleTest, AFailedFetchIsTriedAgainAtTheNextPoll) {
   EXPECT_EQ(source_->materialized().size(), calls);
 }
 
+TEST_F(ModelLifecycleTest, ABrokenConfigIsNotReadAgainUntilTheModelChanges) {
+  source_->SetModel("badconfig", "max_batch_size: -1", {1});
+  Make(ModelControlMode::kPoll);
+  EXPECT_FALSE(manager_->LoadStartupModels().ok());
+  StartPolling();
+  const int reads = source_->reads("badconfig");
+  PollPass();
+  PollPass();
+  EXPECT_EQ(source_->reads("badconfig"), reads) << "a remote store would be asked every pass";
+  source_->SetModel("badconfig", AddSub("badconfig"), {1});  // fixed
+  PollPass();
+  EXPECT_NE(Serving("badconfig"), nullptr);
+}
+
+TEST_F(ModelLifecycleTest, AConfigTheSourceCouldNotReadIsReadAgainNextPass) {
+  Make(ModelControlMode::kPoll);
+  ASSERT_TRUE(manager_->LoadStartupModels().ok());
+  StartPolling();
+  source_->SetModel("later", AddSub("later"), {1});
+  source_->SetReadError(Unavailable("cannot reach the store"));
+  PollPass();
+  EXPECT_EQ(Serving("later"), nullptr);
+  source_->SetReadError(Status::Ok());
+  PollPass();
+  EXPECT_NE(Serving("later"), nullptr)
+      << "nothing changed, but the read failed for a passing reason";
+}
+
 TEST_F(ModelLifecycleTest, UnchangedModelIsNotReloaded) {
   Make(ModelControlMode::kPoll);
   ASSERT_TRUE(manager_->LoadStartupModels().ok());
