@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -148,7 +149,7 @@ struct S3RepositorySource::CachedModel {
 };
 
 S3RepositorySource::S3RepositorySource(std::shared_ptr<const s3::ObjectStore> store,
-                                       std::string prefix, S3RepositoryOptions options)
+                                       const std::string& prefix, S3RepositoryOptions options)
     : store_(std::move(store)),
       prefix_(prefix.empty() ? "" : prefix + "/"),
       options_(std::move(options)),
@@ -523,32 +524,101 @@ bool S3RepositorySource::Pinned(const std::string& directory) const {
   return false;
 }
 
-StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
-                                                      const std::set<int64_t>& versions) {
-  if (Status locked = LockCacheRoot(); !locked.ok()) return locked;
+bool S3RepositorySource::WantedFiles::Wants(const std::string& path) const {
+  const size_t slash = path.find('/');
+  return slash == std::string::npos || versions.count(path.substr(0, slash)) > 0;
+}
+
+StatusOr<S3RepositorySource::WantedFiles> S3RepositorySource::Wanted(
+    const std::string& model, const std::set<int64_t>& versions) const {
   auto objects = ObjectsOf(model);
   if (!objects.ok()) return objects.status();
-  std::set<std::string> version_names;
-  for (int64_t v : versions) version_names.insert(std::to_string(v));
-  // Wanted: the top-level files and the requested versions' trees.
-  auto wanted_path = [&](const std::string& path) {
-    const size_t slash = path.find('/');
-    return slash == std::string::npos || version_names.count(path.substr(0, slash)) > 0;
-  };
-  ModelObjects wanted;
-  std::vector<std::string> directories;  // directory markers ("1/", "1/empty/")
+  WantedFiles wanted;
+  for (int64_t v : versions) wanted.versions.insert(std::to_string(v));
   for (const ModelObject& o : *objects) {
-    if (!wanted_path(o.path)) continue;
+    if (!wanted.Wants(o.path)) continue;
     if (!IsSafeRelativePath(o.path)) {
       return InvalidArgument("object '" + KeyOf(model, o.path) + "' of model '" + model +
                              "' cannot be stored as a file (empty, '.' or '..' path component)");
     }
     if (o.path.back() == '/') {
-      directories.push_back(o.path);
+      wanted.directories.push_back(o.path);
     } else {
-      wanted.push_back(o);
+      wanted.files.push_back(o);
     }
   }
+  return wanted;
+}
+
+StatusOr<uint64_t> S3RepositorySource::Stage(
+    const std::string& model, const WantedFiles& wanted, const std::string& current,
+    const std::function<bool(const ModelObject&)>& in_current, const std::string& staging) const {
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  fs::create_directories(staging, ec);
+  if (ec) {
+    return Internal("cannot create model cache directory '" + staging + "': " + ec.message());
+  }
+  for (const std::string& d : wanted.directories) fs::create_directories(staging + "/" + d, ec);
+  ModelObjects fetch;
+  uint64_t reused = 0;
+  for (const ModelObject& o : wanted.files) {
+    const std::string target = staging + "/" + o.path;
+    fs::create_directories(fs::path(target).parent_path(), ec);
+    if (ec) return Internal("cannot create a directory for '" + target + "': " + ec.message());
+    if (in_current(o)) {
+      // Unchanged: shared with the current generation, not downloaded.
+      fs::create_hard_link(current + "/" + o.path, target, ec);
+      if (ec) fs::copy_file(current + "/" + o.path, target, ec);
+      if (!ec) {
+        ++reused;
+        continue;
+      }
+    }
+    fetch.push_back(o);
+  }
+  INFERD_RETURN_IF_ERROR(Download(model, fetch, staging));
+  return reused;
+}
+
+void S3RepositorySource::CommitGeneration(CachedModel& cm, int64_t next,
+                                          const ModelObjects& files) const {
+  ManifestEntries next_entries;
+  for (const ModelObject& o : files) next_entries[o.path] = ManifestEntry{o.etag, o.size};
+  std::error_code ec;
+  {
+    const std::string temp = cm.directory + "/manifest.tmp";
+    std::ofstream out(temp, std::ios::trunc);
+    out << kManifestHeader << "\ngeneration " << next << "\n";
+    for (const auto& [path, entry] : next_entries) {
+      out << Escape(entry.etag) << ' ' << entry.size << ' ' << Escape(path) << '\n';
+    }
+    out.close();
+    // A manifest that cannot be written costs a download after a restart,
+    // nothing now.
+    if (out) fs::rename(temp, cm.directory + "/manifest", ec);
+  }
+  {
+    MutexLock lock(mu_);
+    cm.generation = next;
+    cm.entries = std::move(next_entries);
+  }
+  // Older generations go, except those a loaded version still reads (a
+  // version whose reload failed keeps serving from its generation).
+  for (fs::directory_iterator it(cm.directory, ec), end; !ec && it != end; it.increment(ec)) {
+    auto g = GenerationOf(it->path().filename().string());
+    if (g && *g != next && !Pinned(it->path().string())) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
+    }
+  }
+}
+
+StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
+                                                      const std::set<int64_t>& versions) {
+  if (Status locked = LockCacheRoot(); !locked.ok()) return locked;
+  auto wanted = Wanted(model, versions);
+  if (!wanted.ok()) return wanted.status();
 
   auto cm = CacheOf(model);
   int64_t generation;
@@ -570,15 +640,15 @@ StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
   // wanted file changed, none was deleted from the store).
   bool unchanged = generation > 0;
   size_t wanted_in_manifest = 0;
-  for (const auto& [path, entry] : entries) wanted_in_manifest += wanted_path(path) ? 1 : 0;
-  unchanged = unchanged && wanted_in_manifest == wanted.size();
-  for (const ModelObject& o : wanted) unchanged = unchanged && in_current(o);
-  for (const std::string& d : directories) {
+  for (const auto& [path, entry] : entries) wanted_in_manifest += wanted->Wants(path) ? 1 : 0;
+  unchanged = unchanged && wanted_in_manifest == wanted->files.size();
+  for (const ModelObject& o : wanted->files) unchanged = unchanged && in_current(o);
+  for (const std::string& d : wanted->directories) {
     std::error_code ec;
     unchanged = unchanged && fs::is_directory(current + "/" + d, ec);
   }
   if (unchanged) {
-    if (options_.metrics) options_.metrics->AddCacheHits(name_, wanted.size());
+    if (options_.metrics) options_.metrics->AddCacheHits(name_, wanted->files.size());
     return current;
   }
 
@@ -586,71 +656,17 @@ StatusOr<std::string> S3RepositorySource::Materialize(const std::string& model,
   const std::string final_dir = cm->GenerationDir(next);
   const std::string staging = final_dir + ".partial";
   std::error_code ec;
-  fs::remove_all(staging, ec);
   fs::remove_all(final_dir, ec);
-  fs::create_directories(staging, ec);
-  if (ec) {
-    return Internal("cannot create model cache directory '" + staging + "': " + ec.message());
-  }
-  auto fail = [&](Status s) {
+  auto reused = Stage(model, *wanted, current, in_current, staging);
+  if (reused.ok()) fs::rename(staging, final_dir, ec);
+  if (!reused.ok() || ec) {
     std::error_code ignored;
     fs::remove_all(staging, ignored);
-    return s;
-  };
-  for (const std::string& d : directories) fs::create_directories(staging + "/" + d, ec);
-  ModelObjects fetch;
-  uint64_t reused = 0;
-  for (const ModelObject& o : wanted) {
-    const std::string target = staging + "/" + o.path;
-    fs::create_directories(fs::path(target).parent_path(), ec);
-    if (ec) {
-      return fail(Internal("cannot create a directory for '" + target + "': " + ec.message()));
-    }
-    if (in_current(o)) {
-      // Unchanged: shared with the current generation, not downloaded.
-      fs::create_hard_link(current + "/" + o.path, target, ec);
-      if (ec) fs::copy_file(current + "/" + o.path, target, ec);
-      if (!ec) {
-        ++reused;
-        continue;
-      }
-    }
-    fetch.push_back(o);
+    if (!reused.ok()) return reused.status();
+    return Internal("cannot rename '" + staging + "': " + ec.message());
   }
-  Status downloaded = Download(model, fetch, staging);
-  if (!downloaded.ok()) return fail(downloaded);
-
-  fs::rename(staging, final_dir, ec);
-  if (ec) return fail(Internal("cannot rename '" + staging + "': " + ec.message()));
-  ManifestEntries next_entries;
-  for (const ModelObject& o : wanted) next_entries[o.path] = ManifestEntry{o.etag, o.size};
-  {
-    const std::string temp = cm->directory + "/manifest.tmp";
-    std::ofstream out(temp, std::ios::trunc);
-    out << kManifestHeader << "\ngeneration " << next << "\n";
-    for (const auto& [path, entry] : next_entries) {
-      out << Escape(entry.etag) << ' ' << entry.size << ' ' << Escape(path) << '\n';
-    }
-    out.close();
-    // A manifest that cannot be written costs a download after a restart,
-    // nothing now.
-    if (out) fs::rename(temp, cm->directory + "/manifest", ec);
-  }
-  {
-    MutexLock lock(mu_);
-    cm->generation = next;
-    cm->entries = std::move(next_entries);
-  }
-  // Older generations go, except those a loaded version still reads (a
-  // version whose reload failed keeps serving from its generation).
-  for (fs::directory_iterator it(cm->directory, ec), end; !ec && it != end; it.increment(ec)) {
-    auto g = GenerationOf(it->path().filename().string());
-    if (g && *g != next && !Pinned(it->path().string())) {
-      std::error_code ignored;
-      fs::remove_all(it->path(), ignored);
-    }
-  }
-  if (options_.metrics && reused > 0) options_.metrics->AddCacheHits(name_, reused);
+  CommitGeneration(*cm, next, wanted->files);
+  if (options_.metrics && *reused > 0) options_.metrics->AddCacheHits(name_, *reused);
   return final_dir;
 }
 

@@ -78,8 +78,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -94,7 +96,11 @@ struct S3RepositoryOptions {
   // Root of every repository's cache (--model-cache-dir); created if missing.
   std::string cache_directory;
   // How long per-model calls reuse the snapshot of the last ListModels.
-  std::chrono::milliseconds listing_ttl{30000};
+  // Every manager operation lists first, so this only has to outlast the
+  // longest operation: a start-up loading 1,000 models takes minutes, and
+  // with 30 s it went back to listing each model's prefix after the first
+  // 30 s (three listings per model, 185 s for 1,000 models on Ceph RGW).
+  std::chrono::milliseconds listing_ttl{600000};
   // Downloads of one Materialize in flight at once.
   int download_threads = 4;
   // ReadFile's bound (config.pbtxt is small; a huge one is an error).
@@ -111,7 +117,7 @@ class S3RepositorySource : public RepositorySource {
   // `store` (shared: a client and its connections may serve several
   // repositories); `prefix`: the repository's key prefix, without leading
   // or trailing '/', empty for the whole bucket.
-  S3RepositorySource(std::shared_ptr<const s3::ObjectStore> store, std::string prefix,
+  S3RepositorySource(std::shared_ptr<const s3::ObjectStore> store, const std::string& prefix,
                      S3RepositoryOptions options);
   ~S3RepositorySource() override;
   S3RepositorySource(const S3RepositorySource&) = delete;
@@ -152,6 +158,27 @@ class S3RepositorySource : public RepositorySource {
   // The model's cache state, read from its manifest on first use (and its
   // stale generations removed).
   std::shared_ptr<CachedModel> CacheOf(const std::string& model) const INFERD_EXCLUDES(mu_);
+  // What Materialize(model, versions) must provide: the top-level files and
+  // the requested versions' trees.
+  struct WantedFiles {
+    ModelObjects files;
+    std::vector<std::string> directories;  // directory markers ("1/", "1/empty/")
+    std::set<std::string> versions;        // "1", "2"
+    bool Wants(const std::string& path) const;
+  };
+  // INVALID_ARGUMENT for a wanted key that cannot be a file path.
+  StatusOr<WantedFiles> Wanted(const std::string& model, const std::set<int64_t>& versions) const;
+  // Builds `staging`: files `in_current` hard-linked from `current`, the
+  // rest downloaded. How many were reused, or the first failure (the caller
+  // removes `staging`).
+  StatusOr<uint64_t> Stage(const std::string& model, const WantedFiles& wanted,
+                           const std::string& current,
+                           const std::function<bool(const ModelObject&)>& in_current,
+                           const std::string& staging) const;
+  // Makes generation `next` (holding `files`) current: manifest written,
+  // then older generations nobody pins removed.
+  void CommitGeneration(CachedModel& cm, int64_t next, const ModelObjects& files) const
+      INFERD_EXCLUDES(mu_);
   // Downloads `fetch` into `staging` in parallel; the first failure.
   Status Download(const std::string& model, const ModelObjects& fetch,
                   const std::string& staging) const;
