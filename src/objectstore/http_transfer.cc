@@ -1,11 +1,10 @@
 #include "objectstore/http_transfer.h"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
 
 #include "core/thread_annotations.h"
+#include "objectstore/curl_library.h"
 
 namespace inferd::s3 {
 namespace {
@@ -13,13 +12,9 @@ namespace {
 constexpr size_t kMaxIdleHandles = 16;
 constexpr size_t kMaxErrorBody = size_t{64} * 1024;
 
-// curl_global_init is not thread-safe and must run before any handle
-// exists; a function-local static runs it once, thread-safely. Never
-// cleaned up: other libraries in the process may use curl too.
-void GlobalInit() {
-  static const CURLcode init = curl_global_init(CURL_GLOBAL_DEFAULT);
-  (void)init;
-}
+// libcurl's functions; only called once Perform found the library loaded
+// (a HandlePool holds handles only from a loaded library).
+const CurlApi& Api() { return *Curl(); }
 
 bool HeaderIs(std::string_view line, std::string_view name) {
   if (line.size() <= name.size() || line[name.size()] != ':') return false;
@@ -70,7 +65,7 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
   auto* call = static_cast<Call*>(user);
   size_t bytes = size * n;
   long status = 0;
-  curl_easy_getinfo(call->curl, CURLINFO_RESPONSE_CODE, &status);
+  Api().easy_getinfo(call->curl, CURLINFO_RESPONSE_CODE, &status);
   if (status < 200 || status >= 300) {
     // An error document: kept for its Code and Message, the rest dropped.
     std::string& body = call->out->error_body;
@@ -88,37 +83,37 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 
 void SetOptions(CURL* curl, const HttpRequest& request, const TransferOptions& options,
                 curl_slist* headers, Call* call, char* error_buffer) {
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  Api().easy_setopt(curl, CURLOPT_URL, request.url.c_str());
   // Keys may hold "." and ".." segments: sent as they are (they are part of
   // what was signed), never normalised away by curl.
-  curl_easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a threaded server
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is an error to explain
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options.connect_timeout_ms);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes_per_s);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options.low_speed_window_s);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options.total_timeout_ms);
+  Api().easy_setopt(curl, CURLOPT_PATH_AS_IS, 1L);
+  Api().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  Api().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM in a threaded server
+  Api().easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  Api().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // a redirect is an error to explain
+  Api().easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  Api().easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  Api().easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  Api().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options.connect_timeout_ms);
+  Api().easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, options.low_speed_bytes_per_s);
+  Api().easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, options.low_speed_window_s);
+  Api().easy_setopt(curl, CURLOPT_TIMEOUT_MS, options.total_timeout_ms);
   // Streamed downloads (no total timeout) receive in 512 KiB chunks instead
   // of curl's 16 KiB: a 100 MB model file is 200 write(2)s and MD5 updates
   // instead of 6,400. Small requests keep the default.
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE,
-                   options.total_timeout_ms == 0 ? 512L * 1024 : 16L * 1024);
+  Api().easy_setopt(curl, CURLOPT_BUFFERSIZE,
+                    options.total_timeout_ms == 0 ? 512L * 1024 : 16L * 1024);
   if (request.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    Api().easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else {
-    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    Api().easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, call);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, call);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
+  Api().easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  Api().easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+  Api().easy_setopt(curl, CURLOPT_HEADERDATA, call);
+  Api().easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnBody);
+  Api().easy_setopt(curl, CURLOPT_WRITEDATA, call);
+  Api().easy_setopt(curl, CURLOPT_ERRORBUFFER, error_buffer);
 }
 
 }  // namespace
@@ -136,12 +131,12 @@ struct HandlePool::State {
         return c;
       }
     }
-    return curl_easy_init();
+    return Api().easy_init();
   }
 
   void Release(CURL* c) {
     // Reset drops the options but keeps the handle's connection cache.
-    curl_easy_reset(c);
+    Api().easy_reset(c);
     {
       MutexLock lock(mu);
       if (idle.size() < kMaxIdleHandles) {
@@ -149,20 +144,25 @@ struct HandlePool::State {
         return;
       }
     }
-    curl_easy_cleanup(c);
+    Api().easy_cleanup(c);
   }
 };
 
-HandlePool::HandlePool() : state_(std::make_unique<State>()) { GlobalInit(); }
+HandlePool::HandlePool() : state_(std::make_unique<State>()) {}
 
 HandlePool::~HandlePool() {
   MutexLock lock(state_->mu);
-  for (CURL* c : state_->idle) curl_easy_cleanup(c);
+  for (CURL* c : state_->idle) Api().easy_cleanup(c);
 }
 
 HttpOutcome HandlePool::Perform(const HttpRequest& request, const TransferOptions& options,
                                 const BodySink& sink) {
   HttpOutcome out;
+  if (Curl() == nullptr) {
+    out.curl_code = CURLE_FAILED_INIT;
+    out.curl_error = CurlLoadError();
+    return out;
+  }
   CURL* curl = state_->Acquire();
   if (curl == nullptr) {
     out.curl_code = CURLE_FAILED_INIT;
@@ -170,41 +170,41 @@ HttpOutcome HandlePool::Perform(const HttpRequest& request, const TransferOption
     return out;
   }
   curl_slist* headers = nullptr;
-  for (const std::string& h : request.headers) headers = curl_slist_append(headers, h.c_str());
+  for (const std::string& h : request.headers) headers = Api().slist_append(headers, h.c_str());
   // No "Expect: 100-continue" (no bodies are sent anyway) and no
   // Accept-Encoding: the body's bytes must be the object's, for its MD5.
-  headers = curl_slist_append(headers, "Expect:");
+  headers = Api().slist_append(headers, "Expect:");
 
   for (int attempt = 0;; ++attempt) {
     out = HttpOutcome();
     char error_buffer[CURL_ERROR_SIZE] = {0};
     Call call{curl, &sink, &out};
     SetOptions(curl, request, options, headers, &call, error_buffer);
-    if (attempt > 0) curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
-    CURLcode rc = curl_easy_perform(curl);
+    if (attempt > 0) Api().easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+    CURLcode rc = Api().easy_perform(curl);
     out.curl_code = rc;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out.http_status);
+    Api().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out.http_status);
     curl_off_t length = -1;
-    curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    Api().easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
     out.content_length = length;
     // Pre-transfer time is set once the request could be sent, on a new
     // connection or a reused one (whose connect time is 0).
     curl_off_t connect_us = 0;
     curl_off_t pretransfer_us = 0;
-    curl_easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connect_us);
-    curl_easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
+    Api().easy_getinfo(curl, CURLINFO_CONNECT_TIME_T, &connect_us);
+    Api().easy_getinfo(curl, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us);
     out.connected = connect_us > 0 || pretransfer_us > 0;
     long new_connections = 0;
-    curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
+    Api().easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &new_connections);
     if (rc != CURLE_OK) {
-      out.curl_error = error_buffer[0] != '\0' ? error_buffer : curl_easy_strerror(rc);
+      out.curl_error = error_buffer[0] != '\0' ? error_buffer : Api().easy_strerror(rc);
     }
     bool stale_connection =
         (rc == CURLE_GOT_NOTHING || rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR) &&
         !call.headers_seen && new_connections == 0;
     if (!(stale_connection && attempt == 0)) break;
   }
-  curl_slist_free_all(headers);
+  Api().slist_free_all(headers);
   state_->Release(curl);
   return out;
 }

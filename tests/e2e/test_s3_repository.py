@@ -374,6 +374,20 @@ class SeveralRepositoriesTest(S3TestCase):
                    if e["name"] == "both"]
         self.assertTrue(any("more than one model repository" in r for r in reasons), reasons)
 
+    def test_libcurl_is_loaded_only_for_s3(self):
+        def maps_curl(server):
+            with open("/proc/%d/maps" % server.proc.pid) as f:
+                return "libcurl" in f.read()
+
+        local = os.path.join(self.tmp, "only_local")
+        harness.write_model(local, "loc", identity_config("loc", "TYPE_INT32", dims=(-1,)))
+        self.assertFalse(maps_curl(self.server([local])),
+                         "a server without s3:// repositories does not load libcurl")
+        upload_model(self.bucket, "curl", "rem", identity_config("rem", "TYPE_INT32", dims=(-1,)))
+        s = self.server([self.url("curl")])
+        self.assertServes(s, "rem")
+        self.assertTrue(maps_curl(s))
+
 
 if __name__ == "__main__":
     unittest.main()
