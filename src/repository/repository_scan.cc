@@ -34,14 +34,6 @@ bool IsInside(const fs::path& child, const fs::path& parent) {
   return true;
 }
 
-std::optional<int64_t> ParseVersion(const std::string& s) {
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
-  return v;
-}
-
 bool IsSymlink(const fs::path& path) {
   std::error_code ec;
   return fs::is_symlink(fs::symlink_status(path, ec));
@@ -77,7 +69,7 @@ class ModelWalk {
       const std::string rel = prefix + path.filename().string();
       fp_ += rel;
       if (IsSymlink(path)) {
-        const bool version = depth == 0 && ParseVersion(path.filename().string());
+        const bool version = depth == 0 && ParseVersionName(path.filename().string());
         std::string problem = rules_.Check(
             path.string(), (version ? "version directory '" : "symbolic link '") + rel + "'");
         if (!problem.empty()) return Refused(problem);
@@ -199,13 +191,21 @@ StatusOr<std::map<std::string, ModelLocation>> ScanRepository(const std::string&
   return models;
 }
 
+std::optional<int64_t> ParseVersionName(std::string_view s) {
+  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
 StatusOr<std::set<int64_t>> ScanVersions(const std::string& model_directory,
                                          const SymlinkRules& rules) {
   std::set<int64_t> versions;
   std::error_code ec;
   for (const fs::path& path : SortedEntries(model_directory)) {
     const std::string name = path.filename().string();
-    auto v = ParseVersion(name);
+    auto v = ParseVersionName(name);
     if (!v) continue;
     if (IsSymlink(path)) {
       std::string problem = rules.Check(path.string(), "version directory '" + name + "'");

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -76,6 +77,10 @@ StatusOr<std::map<std::string, ModelLocation>> ScanRepository(const std::string&
 // would list it; `directory` is empty when there is no such directory.
 ModelLocation LocateModel(const std::string& root, const std::string& name,
                           const SymlinkRules& rules);
+
+// A version directory's name as a number: decimal, no sign, no leading
+// zeros ("0" is version 0); nullopt for anything else.
+std::optional<int64_t> ParseVersionName(std::string_view name);
 
 // Version numbers present in a model directory: sub-directories named by a
 // decimal integer without leading zeros. FAILED_PRECONDITION naming the

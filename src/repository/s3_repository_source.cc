@@ -40,14 +40,6 @@ std::string HashHex(const std::string& text) {
   return out;
 }
 
-std::optional<int64_t> ParseVersion(const std::string& s) {
-  if (s.empty() || (s.size() > 1 && s[0] == '0')) return std::nullopt;
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
-  return v;
-}
-
 // A relative path whose components are all real names: joining it to a
 // directory cannot leave that directory. A trailing '/' (a directory
 // marker) is allowed.
@@ -131,7 +123,7 @@ std::optional<int64_t> GenerationOf(const std::string& name) {
       digits.compare(digits.size() - partial.size(), partial.size(), partial) == 0) {
     digits.resize(digits.size() - partial.size());
   }
-  return ParseVersion(digits);
+  return ParseVersionName(digits);
 }
 
 }  // namespace
@@ -278,7 +270,7 @@ StatusOr<std::set<int64_t>> S3RepositorySource::ListVersions(const std::string& 
   for (const ModelObject& o : *objects) {
     const size_t slash = o.path.find('/');
     if (slash == std::string::npos) continue;  // a top-level file
-    if (auto v = ParseVersion(o.path.substr(0, slash))) versions.insert(*v);
+    if (auto v = ParseVersionName(o.path.substr(0, slash))) versions.insert(*v);
   }
   return versions;
 }
@@ -365,7 +357,7 @@ std::shared_ptr<S3RepositorySource::CachedModel> S3RepositorySource::CacheOf(
   ManifestEntries entries;
   bool valid = static_cast<bool>(std::getline(in, line)) && line == kManifestHeader;
   if (valid && std::getline(in, line) && line.rfind("generation ", 0) == 0) {
-    generation = ParseVersion(line.substr(11)).value_or(0);
+    generation = ParseVersionName(line.substr(11)).value_or(0);
   }
   while (valid && generation > 0 && std::getline(in, line)) {
     std::istringstream fields(line);
@@ -376,7 +368,7 @@ std::shared_ptr<S3RepositorySource::CachedModel> S3RepositorySource::CacheOf(
     }
     auto e = Unescape(etag);
     auto p = Unescape(path);
-    auto n = ParseVersion(size);
+    auto n = ParseVersionName(size);
     if (!e || !p || !n) {
       valid = false;
       break;
