@@ -6,6 +6,7 @@ another user's bucket, a missing bucket, the store down at start and during poll
 """
 
 import concurrent.futures
+import json
 import os
 import re
 import shutil
@@ -373,6 +374,38 @@ class SeveralRepositoriesTest(S3TestCase):
         reasons = [e.get("reason", "") for e in s.client().post("/v2/repository/index").json()
                    if e["name"] == "both"]
         self.assertTrue(any("more than one model repository" in r for r in reasons), reasons)
+
+    def test_example_repository_from_the_bucket(self):
+        """examples/models (all but the three resnets, 190 MB) served from the bucket
+        answers as from disk: TorchScript, ONNX, the image pre-processing pipeline."""
+        examples = os.path.join(harness.REPO_ROOT, "examples", "models")
+        test_data = os.path.join(harness.REPO_ROOT, "examples", "data", "digits_test.json")
+        for path in (os.path.join(examples, "digits", "1", "model.pt"),
+                     os.path.join(examples, "digits_onnx", "1", "model.onnx"), test_data):
+            if not os.path.exists(path):
+                raise AssertionError("%s is missing: run `make models` first" % path)
+        local = os.path.join(self.tmp, "examples")
+        for name in sorted(os.listdir(examples)):
+            if not name.startswith("resnet"):
+                shutil.copytree(os.path.join(examples, name), os.path.join(local, name))
+        upload_repository(self.bucket, "examples", local)
+        disk = self.server(local, cache=os.path.join(self.tmp, "unused"))
+        remote = self.server(self.url("examples"))
+        index = lambda s: sorted((e["name"], e.get("version"), e["state"])  # noqa: E731
+                                 for e in s.client().post("/v2/repository/index").json())
+        self.assertEqual(index(disk), index(remote))
+        self.assertTrue(all(state == "READY" for _, _, state in index(remote)), index(remote))
+        with open(test_data) as f:
+            images = json.load(f)["images"][:16]
+        flat = [v for img in images for row in img[0] for v in row]
+        req = {"inputs": [{"name": "image", "shape": [len(images), 1, 8, 8], "datatype": "FP32",
+                           "data": flat}]}
+        for model in ("digits", "digits_onnx"):
+            a = disk.client().infer(model, req)
+            b = remote.client().infer(model, req)
+            self.assertEqual(a.status, 200, a)
+            self.assertEqual(b.status, 200, b)
+            self.assertEqual(outputs_by_name(a.json()), outputs_by_name(b.json()), model)
 
     def test_libcurl_is_loaded_only_for_s3(self):
         def maps_curl(server):
