@@ -126,6 +126,28 @@ TEST(S3Xml, NestingIsBounded) {
   EXPECT_TRUE(ParseXml(ok).ok());
 }
 
+TEST(S3Xml, ElementCountIsBounded) {
+  // A listing page holds at most 1,000 entries; a body of millions of empty
+  // elements is refused before it costs gigabytes of element objects.
+  std::string many = "<ListBucketResult>";
+  for (int i = 0; i < 100000; ++i) many += "<a/>";
+  auto refused = ParseXml(many + "</ListBucketResult>");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("more than 100000 elements"), std::string::npos)
+      << refused.status().message();
+  many.resize(many.size() - 4);  // 99,999 children and the root: allowed
+  EXPECT_TRUE(ParseXml(many + "</ListBucketResult>").ok());
+}
+
+TEST(S3Xml, NamesInMessagesAreCut) {
+  const std::string name(500, 'n');
+  for (const std::string& doc : {"<" + name + ">", "<a></" + name + ">"}) {
+    auto refused = ParseXml(doc);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_LT(refused.status().message().size(), 200u) << refused.status().message();
+  }
+}
+
 TEST(S3Xml, RejectsBadListFields) {
   EXPECT_FALSE(ParseListBucketResult("<Error/>").ok());
   EXPECT_FALSE(ParseListBucketResult("<ListBucketResult><IsTruncated>yes</IsTruncated>"
