@@ -305,10 +305,12 @@ StatusOr<std::string> S3RepositorySource::ReadFile(const std::string& model,
   const std::string missing = "model '" + model + "' has no file '" + relative_path + "'";
   if (it == objects->end()) return NotFound(missing);
   // The cached copy, when it is this very object: a reload or a restart
-  // reads config.pbtxt without a request.
-  auto cached = CacheOf(model);
+  // reads config.pbtxt without a request. Only from a cache this process
+  // holds: reading one (CacheOf) tidies it, which must not happen under
+  // another process that uses it.
   std::string local;
-  {
+  if (LockCacheRoot().ok()) {
+    auto cached = CacheOf(model);
     MutexLock lock(mu_);
     auto e = cached->entries.find(relative_path);
     if (cached->generation > 0 && e != cached->entries.end() &&
@@ -458,7 +460,7 @@ Status S3RepositorySource::Download(const std::string& model, const ModelObjects
                 "cannot fetch model '" + model + "' from '" + name_ + "': " + first.message());
 }
 
-Status S3RepositorySource::LockCacheRoot() {
+Status S3RepositorySource::LockCacheRoot() const {
   MutexLock lock(mu_);
   if (lock_fd_ >= 0) return Status::Ok();
   std::error_code ec;

@@ -187,7 +187,7 @@ class S3RepositorySource : public RepositorySource {
   bool Pinned(const std::string& directory) const INFERD_EXCLUDES(mu_);
   // Creates cache_root_ (0700) and takes its lock: FAILED_PRECONDITION when
   // another process holds it, INTERNAL when it cannot be made.
-  Status LockCacheRoot() INFERD_EXCLUDES(mu_);
+  Status LockCacheRoot() const INFERD_EXCLUDES(mu_);
 
   const std::shared_ptr<const s3::ObjectStore> store_;
   const std::string prefix_;  // "" or "<prefix>/"
@@ -203,7 +203,7 @@ class S3RepositorySource : public RepositorySource {
   mutable std::map<std::string, std::weak_ptr<const void>> pins_ INFERD_GUARDED_BY(mu_);
   // The lock file of cache_root_ (flock), taken by the first Materialize:
   // one inferd process per repository cache. -1 until then.
-  int lock_fd_ INFERD_GUARDED_BY(mu_) = -1;
+  mutable int lock_fd_ INFERD_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace inferd

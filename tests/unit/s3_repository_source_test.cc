@@ -404,6 +404,20 @@ TEST_F(S3RepositorySourceTest, AGenerationStaysWhilePinnedAndGoesAfter) {
   EXPECT_EQ(ReadAll(fs::path(fourth) / "config.pbtxt"), "name: \"a\" # 4");
 }
 
+TEST_F(S3RepositorySourceTest, AnotherProcessReadsWithoutTouchingTheCache) {
+  auto source = Source();
+  ASSERT_TRUE(source->ListModels().ok());
+  const std::string first = source->Materialize("a", {1}).value();
+  auto pin = source->Pin("a", first);
+  store_->Put("repo/a/config.pbtxt", "name: \"a\" # 2");
+  ASSERT_TRUE(source->ListModels().ok());
+  ASSERT_TRUE(source->Materialize("a", {1}).ok());
+  auto other = Source();  // the same --model-cache-dir, another process
+  ASSERT_TRUE(other->ListModels().ok());
+  EXPECT_EQ(other->ReadFile("a", "config.pbtxt").value(), "name: \"a\" # 2");
+  EXPECT_TRUE(fs::exists(first)) << "the first process's pinned generation is left alone";
+}
+
 TEST_F(S3RepositorySourceTest, OneProcessPerRepositoryCache) {
   auto source = Source();
   ASSERT_TRUE(source->ListModels().ok());
