@@ -18,14 +18,13 @@
 #include <sstream>
 #include <thread>
 
+#include "repository/model_cache_manifest.h"
 #include "repository/repository_scan.h"
 
 namespace inferd {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr char kManifestHeader[] = "inferd-model-cache 1";
 
 // FNV-1a: the cache directory of a repository must be stable across
 // restarts and processes (std::hash need not be), not cryptographic.
@@ -59,48 +58,6 @@ bool IsSafeRelativePath(std::string_view path) {
   }
 }
 
-// Manifest fields are separated by spaces and lines: keys may hold both.
-// An empty field (an object without an ETag) is written as "-".
-std::string Escape(const std::string& s) {
-  if (s.empty()) return "-";
-  std::string out;
-  for (unsigned char c : s) {
-    if (c <= 0x20 || c == 0x7f || c == '%') {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
-std::optional<std::string> Unescape(const std::string& s) {
-  if (s == "-") return std::string();
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    unsigned value = 0;
-    if (i + 2 >= s.size()) return std::nullopt;
-    auto [p, ec] = std::from_chars(s.data() + i + 1, s.data() + i + 3, value, 16);
-    if (ec != std::errc() || p != s.data() + i + 3) return std::nullopt;
-    out += static_cast<char>(value);
-    i += 2;
-  }
-  return out;
-}
-
-struct ManifestEntry {
-  std::string etag;
-  uint64_t size = 0;
-  bool operator==(const ManifestEntry&) const = default;
-};
-using ManifestEntries = std::map<std::string, ManifestEntry>;  // relative path -> entry
-
 std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
@@ -112,18 +69,6 @@ uint64_t MicrosSince(std::chrono::steady_clock::time_point start) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                    std::chrono::steady_clock::now() - start)
                                    .count());
-}
-
-// The directory names of generations: "g<N>" (complete), "g<N>.partial".
-std::optional<int64_t> GenerationOf(const std::string& name) {
-  if (name.size() < 2 || name[0] != 'g') return std::nullopt;
-  std::string digits = name.substr(1);
-  const std::string partial = ".partial";
-  if (digits.size() > partial.size() &&
-      digits.compare(digits.size() - partial.size(), partial.size(), partial) == 0) {
-    digits.resize(digits.size() - partial.size());
-  }
-  return ParseVersionName(digits);
 }
 
 }  // namespace
@@ -350,37 +295,14 @@ std::shared_ptr<S3RepositorySource::CachedModel> S3RepositorySource::CacheOf(
   if (found != cache_.end()) return found->second;
   auto cm = std::make_shared<CachedModel>();
   cm->directory = cache_root_ + "/" + model;
-  // A previous process's manifest: what it downloaded is reused. Anything
-  // that does not parse, or names a generation that is gone, is ignored
-  // (the model is downloaded again).
-  std::ifstream in(cm->directory + "/manifest");
-  std::string line;
-  int64_t generation = 0;
-  ManifestEntries entries;
-  bool valid = static_cast<bool>(std::getline(in, line)) && line == kManifestHeader;
-  if (valid && std::getline(in, line) && line.rfind("generation ", 0) == 0) {
-    generation = ParseVersionName(line.substr(11)).value_or(0);
-  }
-  while (valid && generation > 0 && std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string etag, size, path;
-    if (!(fields >> etag >> size >> path)) {
-      valid = false;
-      break;
-    }
-    auto e = Unescape(etag);
-    auto p = Unescape(path);
-    auto n = ParseVersionName(size);
-    if (!e || !p || !n) {
-      valid = false;
-      break;
-    }
-    entries[*p] = ManifestEntry{*e, static_cast<uint64_t>(*n)};
-  }
+  // A previous process's manifest: what it downloaded is reused. One that
+  // does not parse, or names a generation that is gone, is ignored (the
+  // model is downloaded again).
+  auto manifest = ReadModelCacheManifest(cm->directory + "/manifest");
   std::error_code ec;
-  if (valid && generation > 0 && fs::is_directory(cm->GenerationDir(generation), ec)) {
-    cm->generation = generation;
-    cm->entries = std::move(entries);
+  if (manifest && fs::is_directory(cm->GenerationDir(manifest->generation), ec)) {
+    cm->generation = manifest->generation;
+    cm->entries = std::move(manifest->entries);
   }
   // What a previous process left half done, or no longer needs. Nothing of
   // this process can be using them: this is the model's first use.
@@ -577,26 +499,17 @@ StatusOr<uint64_t> S3RepositorySource::Stage(
 
 void S3RepositorySource::CommitGeneration(CachedModel& cm, int64_t next,
                                           const ModelObjects& files) const {
-  ManifestEntries next_entries;
-  for (const ModelObject& o : files) next_entries[o.path] = ManifestEntry{o.etag, o.size};
-  std::error_code ec;
-  {
-    const std::string temp = cm.directory + "/manifest.tmp";
-    std::ofstream out(temp, std::ios::trunc);
-    out << kManifestHeader << "\ngeneration " << next << "\n";
-    for (const auto& [path, entry] : next_entries) {
-      out << Escape(entry.etag) << ' ' << entry.size << ' ' << Escape(path) << '\n';
-    }
-    out.close();
-    // A manifest that cannot be written costs a download after a restart,
-    // nothing now.
-    if (out) fs::rename(temp, cm.directory + "/manifest", ec);
-  }
+  ModelCacheManifest manifest{next, {}};
+  for (const ModelObject& o : files) manifest.entries[o.path] = ManifestEntry{o.etag, o.size};
+  // A manifest that cannot be written costs a download after a restart,
+  // nothing now.
+  WriteModelCacheManifest(cm.directory + "/manifest", manifest);
   {
     MutexLock lock(mu_);
     cm.generation = next;
-    cm.entries = std::move(next_entries);
+    cm.entries = std::move(manifest.entries);
   }
+  std::error_code ec;
   // Older generations go, except those a loaded version still reads (a
   // version whose reload failed keeps serving from its generation).
   for (fs::directory_iterator it(cm.directory, ec), end; !ec && it != end; it.increment(ec)) {
