@@ -12,6 +12,9 @@ namespace inferd::discovery {
 
 struct HostStatus {
   HostEndpoint endpoint;
+  // The IP literal the endpoint's host resolved to (balancers need one);
+  // empty when it did not resolve.
+  std::string address;
   // The host answered its last probe and says it is ready (ServerReady).
   // False while draining after SIGTERM, when unreachable, on timeouts and on
   // answers that make no sense; `reason` then says which.

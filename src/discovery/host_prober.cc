@@ -1,0 +1,254 @@
+#include "discovery/host_prober.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "core/log.h"
+#include "core/sanitize.h"
+#include "grpc_service.grpc.pb.h"
+
+namespace inferd::discovery {
+
+using Clock = std::chrono::steady_clock;
+
+bool IsPublishableModelName(std::string_view name) {
+  if (name.empty() || name.size() > 255) return false;
+  if (name.find("..") != std::string_view::npos) return false;
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The IP literal of `host` (itself when it already is one); empty when it
+// does not resolve.
+std::string ResolveAddress(const std::string& host) {
+  in6_addr v6;
+  in_addr v4;
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
+    return host;
+  }
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  const void* where = found->ai_family == AF_INET6
+                          ? static_cast<const void*>(
+                                &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
+                          : static_cast<const void*>(
+                                &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
+  std::string address;
+  if (inet_ntop(found->ai_family, where, text, sizeof text) != nullptr) address = text;
+  freeaddrinfo(found);
+  return address;
+}
+
+std::string GrpcTarget(const std::string& address, uint16_t port) {
+  if (address.find(':') != std::string::npos) {
+    return "ipv6:[" + address + "]:" + std::to_string(port);
+  }
+  return "ipv4:" + address + ":" + std::to_string(port);
+}
+
+// Totals over every model version of one ModelStatistics answer.
+struct StatTotals {
+  uint64_t queue_count = 0, queue_ns = 0, success_ns = 0;
+};
+
+StatTotals Totals(const inference::ModelStatisticsResponse& response) {
+  StatTotals t;
+  for (const auto& m : response.model_stats()) {
+    t.queue_count += m.inference_stats().queue().count();
+    t.queue_ns += m.inference_stats().queue().ns();
+    t.success_ns += m.inference_stats().success().ns();
+  }
+  return t;
+}
+
+}  // namespace
+
+struct HostProber::HostState {
+  std::string address;  // what the channel was made for
+  std::shared_ptr<::grpc::Channel> channel;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  bool have_totals = false;
+  StatTotals totals;
+  Clock::time_point totals_at;
+  double queue_us = -1, inflight = -1;  // smoothed
+  uint32_t weight = 0;
+};
+
+// One host's probe: its calls run one after another on gRPC's threads; the
+// last one (or the first failure) completes it.
+struct HostProber::Probe {
+  HostState* state = nullptr;
+  HostStatus status;
+  std::chrono::system_clock::time_point deadline;  // gRPC wants the system clock
+  const ProberOptions* options = nullptr;
+  std::function<void()> done;
+
+  // One context per call: a call's context must outlive its callback.
+  ::grpc::ClientContext contexts[3];
+  int calls = 0;
+  inference::ServerReadyRequest ready_request;
+  inference::ServerReadyResponse ready_response;
+  inference::RepositoryIndexRequest index_request;
+  inference::RepositoryIndexResponse index_response;
+  inference::ModelStatisticsRequest stats_request;
+  inference::ModelStatisticsResponse stats_response;
+
+  ::grpc::ClientContext* NewContext() {
+    ::grpc::ClientContext* context = &contexts[calls++];
+    context->set_deadline(deadline);
+    for (const auto& [key, value] : options->metadata) context->AddMetadata(key, value);
+    return context;
+  }
+  void Fail(const std::string& call, const ::grpc::Status& s) {
+    status.ready = false;
+    status.reason = call + ": " +
+                    (s.error_code() == ::grpc::StatusCode::DEADLINE_EXCEEDED
+                         ? "no answer within " + std::to_string(options->timeout.count()) + " ms"
+                         : Bounded(s.error_message()));
+    done();
+  }
+};
+
+HostProber::HostProber(ProberOptions options) : options_(std::move(options)) {}
+HostProber::~HostProber() = default;
+
+void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
+  auto* stub = probe->state->stub.get();
+  stub->async()->ServerReady(
+      probe->NewContext(), &probe->ready_request, &probe->ready_response,
+      [probe, stub](::grpc::Status s) {
+        if (!s.ok()) return probe->Fail("ServerReady", s);
+        if (!probe->ready_response.ready()) {
+          probe->status.reason = "not ready (draining or starting)";
+          return probe->done();
+        }
+        probe->index_request.set_ready(true);
+        stub->async()->RepositoryIndex(
+            probe->NewContext(), &probe->index_request, &probe->index_response,
+            [probe, stub](::grpc::Status s) {
+              if (!s.ok()) return probe->Fail("RepositoryIndex", s);
+              stub->async()->ModelStatistics(
+                  probe->NewContext(), &probe->stats_request, &probe->stats_response,
+                  [probe](::grpc::Status s) {
+                    if (!s.ok()) return probe->Fail("ModelStatistics", s);
+                    probe->status.ready = true;
+                    probe->done();
+                  });
+            });
+      });
+}
+
+std::vector<HostStatus> HostProber::ProbeAll(const HostSet& hosts) {
+  for (auto it = hosts_.begin(); it != hosts_.end();) {
+    it = hosts.count(it->first) != 0 ? std::next(it) : hosts_.erase(it);
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = 0;
+  std::vector<std::shared_ptr<Probe>> probes;
+  const auto deadline = std::chrono::system_clock::now() + options_.timeout;
+  for (const auto& endpoint : hosts) {
+    auto& state = hosts_[endpoint];
+    if (!state) state = std::make_unique<HostState>();
+    auto probe = std::make_shared<Probe>();
+    probe->state = state.get();
+    probe->options = &options_;
+    probe->deadline = deadline;
+    probe->status.endpoint = endpoint;
+    probe->status.address = ResolveAddress(endpoint.host);
+    probes.push_back(probe);
+    if (probe->status.address.empty()) {
+      probe->status.reason = "host name '" + Bounded(endpoint.host) + "' does not resolve";
+      continue;
+    }
+    if (!state->stub || state->address != probe->status.address) {
+      ::grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+      // A host that comes back is probed again within a poll or two.
+      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+      state->address = probe->status.address;
+      state->channel = ::grpc::CreateCustomChannel(GrpcTarget(state->address, endpoint.port),
+                                                   ::grpc::InsecureChannelCredentials(), args);
+      state->stub = inference::GRPCInferenceService::NewStub(state->channel);
+      state->have_totals = false;
+    }
+    ++pending;
+    probe->done = [&mu, &cv, &pending] {
+      std::lock_guard<std::mutex> lock(mu);
+      if (--pending == 0) cv.notify_all();
+    };
+  }
+  for (const auto& probe : probes) {
+    if (probe->done) StartProbe(probe);
+  }
+  {
+    // Every call has the deadline, so this ends by then (plus gRPC's own
+    // bookkeeping); the callbacks reference `mu`, `cv` and `pending`.
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return pending == 0; });
+  }
+
+  std::vector<HostStatus> out;
+  std::vector<HostLoad> loads;
+  std::vector<size_t> ready_index;
+  const auto now = Clock::now();
+  for (const auto& probe : probes) {
+    HostState& state = *probe->state;
+    HostStatus status = std::move(probe->status);
+    if (status.ready) {
+      for (const auto& m : probe->index_response.models()) {
+        if (m.state() != "READY") continue;
+        if (!IsPublishableModelName(m.name())) {
+          INFERD_LOG(Warning) << "host " << status.endpoint.id() << " lists a model named '"
+                              << Bounded(m.name()) << "', which is not published";
+          continue;
+        }
+        status.models.insert(m.name());
+      }
+      const StatTotals totals = Totals(probe->stats_response);
+      if (state.have_totals && totals.queue_count >= state.totals.queue_count &&
+          totals.success_ns >= state.totals.success_ns && now > state.totals_at) {
+        const uint64_t requests = totals.queue_count - state.totals.queue_count;
+        const double queue_us =
+            requests == 0 ? 0.0 : (totals.queue_ns - state.totals.queue_ns) / 1e3 / requests;
+        const double wall_ns =
+            std::chrono::duration<double, std::nano>(now - state.totals_at).count();
+        const double inflight = (totals.success_ns - state.totals.success_ns) / wall_ns;
+        state.queue_us = Smooth(state.queue_us, queue_us, options_.weights.smoothing);
+        state.inflight = Smooth(state.inflight, inflight, options_.weights.smoothing);
+      }
+      state.totals = totals;
+      state.totals_at = now;
+      state.have_totals = true;
+      status.queue_us_per_request = state.queue_us;
+      status.pending_requests = state.inflight;
+      loads.push_back(HostLoad{state.queue_us, state.inflight, state.weight});
+      ready_index.push_back(out.size());
+    } else {
+      state.weight = 0;
+    }
+    out.push_back(std::move(status));
+  }
+  const auto weights = ComputeWeights(loads, options_.weights);
+  for (size_t i = 0; i < ready_index.size(); ++i) {
+    HostStatus& status = out[ready_index[i]];
+    status.weight = weights[i];
+    hosts_[status.endpoint]->weight = weights[i];
+  }
+  return out;
+}
+
+}  // namespace inferd::discovery
