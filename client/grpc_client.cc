@@ -10,6 +10,7 @@
 
 #include "grpc_convert.h"
 #include "grpc_service.grpc.pb.h"
+#include "inferd/client/routing.h"
 #include "options_util.h"
 
 namespace inferd::client {
@@ -33,9 +34,19 @@ bool IsTransportFailure(const grpc::Status& s) {
          s.error_code() == grpc::StatusCode::CANCELLED;
 }
 
-// Adds the custom headers to a call's context, as lower-case metadata.
-void AddHeaders(const std::vector<Header>& headers, grpc::ClientContext& ctx) {
-  for (const auto& [name, value] : headers) ctx.AddMetadata(detail::GrpcMetadataName(name), value);
+// Adds the custom headers to a call's context, as lower-case metadata, and
+// for a call about one model `inferd-model: <model>` (routing.h), unless a
+// custom header sets it already (the caller's wins) or the name cannot be
+// metadata (the call then goes without it).
+void AddHeaders(const std::vector<Header>& headers, grpc::ClientContext& ctx,
+                std::string_view model = {}) {
+  bool model_set = false;
+  for (const auto& [name, value] : headers) {
+    std::string key = detail::GrpcMetadataName(name);
+    model_set = model_set || key == kModelHeader;
+    ctx.AddMetadata(std::move(key), value);
+  }
+  if (!model_set && IsRoutableModelName(model)) ctx.AddMetadata(kModelHeader, std::string(model));
 }
 
 // The channel credentials of `options`: TLS with the CA and the client
@@ -77,13 +88,13 @@ class GrpcStream::Impl {
   // `setup`: the client's SetupStatus; a stream of a client that could not
   // be set up opens nothing and answers it.
   Impl(inference::GRPCInferenceService::Stub* stub, const std::vector<Header>& headers,
-       ClientStatus setup, InferCallback on_response)
+       const std::string& model, ClientStatus setup, InferCallback on_response)
       : on_response_(std::move(on_response)), final_(std::move(setup)) {
     if (!final_.ok) {
       closed_ = true;
       return;
     }
-    AddHeaders(headers, ctx_);
+    AddHeaders(headers, ctx_, model);
     stream_ = stub->ModelStreamInfer(&ctx_);
     reader_ = std::thread([this] { ReadLoop(); });
   }
@@ -174,12 +185,13 @@ class GrpcClient::Impl {
     cv_.wait(lock, [this] { return outstanding_ == 0; });
   }
 
-  // A unary call with the stub method `call`, mapping failure to a status.
+  // A unary call with the stub method `call`, mapping failure to a status;
+  // `model`: the model a model-scoped call is about (routing.h).
   template <typename Req, typename Resp, typename Call>
-  ClientStatus Unary(Call call, const Req& req, Resp& resp) {
+  ClientStatus Unary(Call call, const Req& req, Resp& resp, std::string_view model = {}) {
     if (!setup_.ok) return setup_;
     grpc::ClientContext ctx;
-    AddHeaders(options_.headers, ctx);
+    AddHeaders(options_.headers, ctx, model);
     grpc::Status s = (stub_.get()->*call)(&ctx, req, &resp);
     if (s.ok()) return {};
     return IsTransportFailure(s) ? ClientStatus::Unreachable(CallError(s, options_.tls.enabled))
@@ -192,7 +204,7 @@ class GrpcClient::Impl {
     detail::ToProto(request, req);
     inference::ModelInferResponse resp;
     grpc::ClientContext ctx;
-    AddHeaders(options_.headers, ctx);
+    AddHeaders(options_.headers, ctx, request.model);
     ctx.set_compression_algorithm(compression_);
     grpc::Status s = stub_->ModelInfer(&ctx, req, &resp);
     return Finish(s, resp, result);
@@ -210,7 +222,7 @@ class GrpcClient::Impl {
       InferCallback done;
     };
     auto* call = new Call;
-    AddHeaders(options_.headers, call->ctx);
+    AddHeaders(options_.headers, call->ctx, request.model);
     call->ctx.set_compression_algorithm(compression_);
     detail::ToProto(request, call->req);
     call->done = std::move(done);
@@ -297,7 +309,7 @@ ClientStatus GrpcClient::ModelReady(const std::string& model, const std::string&
   req.set_name(model);
   req.set_version(version);
   inference::ModelReadyResponse resp;
-  ClientStatus st = impl_->Unary(&Stub::ModelReady, req, resp);
+  ClientStatus st = impl_->Unary(&Stub::ModelReady, req, resp, model);
   ready = st.ok && resp.ready();
   return st;
 }
@@ -319,7 +331,7 @@ ClientStatus GrpcClient::GetModelMetadata(const std::string& model, const std::s
   req.set_name(model);
   req.set_version(version);
   inference::ModelMetadataResponse resp;
-  ClientStatus st = impl_->Unary(&Stub::ModelMetadata, req, resp);
+  ClientStatus st = impl_->Unary(&Stub::ModelMetadata, req, resp, model);
   if (!st.ok) return st;
   out.name = resp.name();
   out.platform = resp.platform();
@@ -342,7 +354,7 @@ ClientStatus GrpcClient::GetModelConfig(const std::string& model, const std::str
   req.set_name(model);
   req.set_version(version);
   inference::ModelConfigResponse resp;
-  ClientStatus st = impl_->Unary(&Stub::ModelConfig, req, resp);
+  ClientStatus st = impl_->Unary(&Stub::ModelConfig, req, resp, model);
   if (st.ok) json = MessageJson(resp.config());
   return st;
 }
@@ -353,7 +365,7 @@ ClientStatus GrpcClient::GetModelStatistics(const std::string& model, const std:
   req.set_name(model);
   req.set_version(version);
   inference::ModelStatisticsResponse resp;
-  ClientStatus st = impl_->Unary(&Stub::ModelStatistics, req, resp);
+  ClientStatus st = impl_->Unary(&Stub::ModelStatistics, req, resp, model);
   if (st.ok) json = MessageJson(resp);
   return st;
 }
@@ -408,9 +420,10 @@ void GrpcClient::AsyncInfer(const InferRequest& request, InferCallback done) {
   impl_->AsyncInfer(request, std::move(done));
 }
 
-std::unique_ptr<GrpcStream> GrpcClient::StartStream(InferCallback on_response) {
+std::unique_ptr<GrpcStream> GrpcClient::StartStream(InferCallback on_response,
+                                                    const std::string& model) {
   return std::unique_ptr<GrpcStream>(new GrpcStream(std::make_unique<GrpcStream::Impl>(
-      impl_->stub(), impl_->headers(), impl_->setup(), std::move(on_response))));
+      impl_->stub(), impl_->headers(), model, impl_->setup(), std::move(on_response))));
 }
 
 }  // namespace inferd::client

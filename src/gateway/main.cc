@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gateway/gateway.h"
+#include "inferd/client/routing.h"
 
 namespace {
 
@@ -16,7 +17,9 @@ constexpr char kUsage[] =
     "  --grpc-port G          gRPC port of the gateway's own service (default 8081;\n"
     "                         0 picks a free one, -1 turns it off)\n"
     "  --grpc-address A       gRPC address (default 0.0.0.0)\n"
-    "  --inferd-url HOST:PORT inferd's gRPC endpoint (required)\n"
+    "  --inferd-url HOST:PORT inferd's gRPC endpoint (required); or xds:///NAME: the\n"
+    "                         hosts from the xDS control plane in $GRPC_XDS_BOOTSTRAP\n"
+    "                         (inferd-discovery), each call to one serving its pipeline\n"
     "  --shared-memory MODE   none (default) or system: inputs through POSIX shared memory\n"
     "                         registered with inferd (both on one host; inferd needs\n"
     "                         --allow-client-shm=true)\n"
@@ -151,6 +154,9 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
     if (!ApplyFlag(flag, argv[++i], f)) Usage("unknown flag " + flag);
   }
   if (f.pool.url.empty()) Usage("--inferd-url is required");
+  // Regions are registered with one inferd; an xds: target spreads calls.
+  if (f.shm == "system" && inferd::client::IsXdsTarget(f.pool.url))
+    Usage("--shared-memory system needs one inferd on this host, not an xds: target");
   if (f.inferd_tls) {
     auto credentials = inferd::middleman::InferdTlsCredentials(f.inferd_tls_files);
     if (!credentials.ok()) Usage(credentials.status().message());

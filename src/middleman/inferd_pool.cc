@@ -107,6 +107,8 @@ Status ParseInferdHeader(std::string_view spec, std::pair<std::string, std::stri
 
 InferdPool::InferdPool(InferdPoolOptions options, MetricsRegistry* metrics)
     : options_(std::move(options)), metrics_(metrics) {
+  for (const auto& [key, value] : options_.metadata)
+    metadata_sets_model_ = metadata_sets_model_ || key == client::kModelHeader;
   const int n = std::max(1, options_.channels);
   for (int i = 0; i < n; ++i) {
     ::grpc::ChannelArguments args;
@@ -152,6 +154,11 @@ InferdStub& InferdPool::NextStub() {
 int64_t InferdPool::in_flight() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(calls_.size());
+}
+
+void InferdPool::AddRoutingMetadata(::grpc::ClientContext& context, std::string_view model) const {
+  if (!metadata_sets_model_ && client::IsRoutableModelName(model))
+    context.AddMetadata(client::kModelHeader, std::string(model));
 }
 
 void InferdPool::Begin(CallBase& call, const CallOptions& options) {

@@ -25,6 +25,12 @@
 // interceptor, e.g. the key of a restricted gRPC protocol
 // ("triton-grpc-protocol-<key>").
 //
+// Routing: a Call about one model (ModelInfer, ModelMetadata, ModelReady,
+// ModelConfig, ModelStatistics with a name) carries `inferd-model: <model>`
+// (inferd/client/routing.h) unless `metadata` sets that header, so that an
+// xDS target (url "xds:///inferd", hosts from inferd-discovery) or Envoy
+// sends it to a host serving the model. Calls on NextStub() do not.
+//
 // Threading: Call may be called from any thread. Callbacks run on gRPC's
 // threads and must not block; post compute-bound work elsewhere
 // (Service::Compute). Shutdown (and the destructor) cancels calls in flight
@@ -48,6 +54,7 @@
 
 #include "core/status.h"
 #include "grpc_service.grpc.pb.h"
+#include "inferd/client/routing.h"
 #include "middleman/metrics_registry.h"
 
 namespace inferd::middleman {
@@ -55,7 +62,10 @@ namespace inferd::middleman {
 using InferdStub = inference::GRPCInferenceService::Stub;
 
 struct InferdPoolOptions {
-  std::string url;  // host:port of inferd's gRPC endpoint
+  // inferd's gRPC endpoint: host:port, or any gRPC target such as
+  // "xds:///inferd" (every channel resolves it through the xDS control plane
+  // named by $GRPC_XDS_BOOTSTRAP).
+  std::string url;
   int channels = 4;
   std::chrono::milliseconds default_timeout{10000};
   int max_message_bytes = 64 << 20;
@@ -83,6 +93,22 @@ StatusOr<std::shared_ptr<::grpc::ChannelCredentials>> InferdTlsCredentials(
 // ([0-9a-z_.-], not grpc-*, not -bin), the value printable ASCII;
 // INVALID_ARGUMENT naming the problem.
 Status ParseInferdHeader(std::string_view spec, std::pair<std::string, std::string>& out);
+
+// The model a request is about, for the inferd-model header; empty for
+// requests about no single model (server, repository, shared memory).
+inline std::string_view RoutingModel(const inference::ModelInferRequest& r) {
+  return r.model_name();
+}
+inline std::string_view RoutingModel(const inference::ModelMetadataRequest& r) { return r.name(); }
+inline std::string_view RoutingModel(const inference::ModelReadyRequest& r) { return r.name(); }
+inline std::string_view RoutingModel(const inference::ModelConfigRequest& r) { return r.name(); }
+inline std::string_view RoutingModel(const inference::ModelStatisticsRequest& r) {
+  return r.name();
+}
+template <typename Request>
+std::string_view RoutingModel(const Request&) {
+  return {};
+}
 
 struct CallOptions {
   // Zero: now + the pool's default timeout.
@@ -116,6 +142,7 @@ class InferdPool {
     call->request = std::move(request);
     call->done = std::move(done);
     InferdStub& stub = NextStub();
+    AddRoutingMetadata(call->context, RoutingModel(call->request));
     Begin(*call, options);
     (stub.async()->*method)(&call->context, &call->request, &call->response,
                             [this, call](::grpc::Status status) {
@@ -146,11 +173,15 @@ class InferdPool {
     std::function<void(const ::grpc::Status&, Response&)> done;
   };
 
+  // Adds `inferd-model: <model>` when the model has a name that can be
+  // metadata and the options' metadata does not set the header.
+  void AddRoutingMetadata(::grpc::ClientContext& context, std::string_view model) const;
   void Begin(CallBase& call, const CallOptions& options);
   void End(CallBase& call, const ::grpc::Status& status);
   void Sweep();
 
   const InferdPoolOptions options_;
+  bool metadata_sets_model_ = false;  // options_.metadata has inferd-model
   MetricsRegistry* metrics_;
   std::vector<std::shared_ptr<::grpc::Channel>> channels_;
   std::vector<std::unique_ptr<InferdStub>> stubs_;

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "infer_cli.h"
+#include "inferd/client/routing.h"
 
 namespace inferd::cli {
 namespace {
@@ -24,7 +25,10 @@ Commands:
   load MODEL | unload MODEL
   stats [MODEL]          inference statistics (all models without MODEL)
 Options:
-  -u HOST:PORT   server (default localhost:8000, or localhost:8001 with -i grpc)
+  -u HOST:PORT   server (default localhost:8000, or localhost:8001 with -i grpc);
+                 with -i grpc also xds:///NAME: the host of each call comes from
+                 the xDS control plane in $GRPC_XDS_BOOTSTRAP (inferd-discovery),
+                 model commands go to a host serving the model
   -i http|grpc   protocol (default http)
   -x VERSION     model version (default: the server's choice)
   --json         machine-readable JSON on stdout
@@ -122,6 +126,8 @@ Options Parse(int argc, char** argv) {
   if (o.protocol != "http" && o.protocol != "grpc")
     throw CliError{kUsage, "-i must be http or grpc, not '" + o.protocol + "'"};
   if (o.url.empty()) o.url = o.protocol == "grpc" ? "localhost:8001" : "localhost:8000";
+  if (o.protocol != "grpc" && inferd::client::IsXdsTarget(o.url))
+    throw CliError{kUsage, "-u xds:///NAME needs -i grpc"};
   if (o.protocol == "grpc" && o.url.rfind("https://", 0) == 0)
     throw CliError{kUsage, "-u https:// is for HTTP; with -i grpc use --ssl and HOST:PORT"};
   return o;

@@ -17,12 +17,14 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "inferd/client/client.h"
 #include "inferd/client/http_client.h"
+#include "inferd/client/routing.h"
 #include "latency_stats.h"
 #include "perf_load.h"
 #include "perf_metrics.h"
@@ -201,12 +203,13 @@ std::string MetadataJson(const client::ModelMetadata& md) {
   return buf.GetString();
 }
 
-ServerStats FetchStats(client::HttpClient& http, const Options& o) {
+ServerStats FetchStats(client::HttpClient* http, const Options& o) {
   ServerStats s;
+  if (http == nullptr) return s;
   client::HttpResponse r;
   std::string path = "/v2/models/" + o.model;
   if (!o.version.empty()) path += "/versions/" + o.version;
-  if (!http.Get(path + "/stats", r).ok || r.status != 200) return s;
+  if (!http->Get(path + "/stats", r).ok || r.status != 200) return s;
   rapidjson::Document d;
   d.Parse(r.body.c_str());
   if (d.HasParseError() || !d.HasMember("model_stats")) return s;
@@ -231,8 +234,8 @@ struct Run {
   bool client_load = false;      // sequences, -a, or compression
   bool sequence_model = false;
   bool async = false;
-  client::HttpClient* stats_http = nullptr;
-  MetricsCollector* metrics = nullptr;  // --collect-metrics
+  client::HttpClient* stats_http = nullptr;  // null: no server-side statistics
+  MetricsCollector* metrics = nullptr;       // --collect-metrics
 };
 
 // Waits out one window: --measurement-interval, or in count mode at least
@@ -335,10 +338,10 @@ LevelResult MeasureLevel(const Run& run, int concurrency, double rate) {
   load->Start();
   std::this_thread::sleep_for(std::chrono::milliseconds(o.warmup_ms));
   load->recorder().Take();
-  const ServerStats before = FetchStats(*run.stats_http, o);
+  const ServerStats before = FetchStats(run.stats_http, o);
   std::vector<Clock::time_point> starts;
   const auto windows = MeasureWindows(run, *load, res.stable, starts);
-  const ServerStats after = FetchStats(*run.stats_http, o);
+  const ServerStats after = FetchStats(run.stats_http, o);
   load->Stop();
   if (run.metrics) {
     run.metrics->Stop();
@@ -517,15 +520,18 @@ int main(int argc, char** argv) {
   const inferd::client::ClientOptions& conn = o.connection.For(o.protocol);
   // Metadata comes over the protocol under test; the server-side statistics
   // over HTTP (for gRPC: the gRPC URL's host with port 8000, or
-  // INFER_PERF_HTTP_URL), and are left out of the report when unreachable.
+  // INFER_PERF_HTTP_URL; none for an xds: target, whose calls spread over
+  // hosts), and are left out of the report when unreachable.
   std::string http_url = o.url;
   if (o.protocol == "grpc") {
-    http_url = o.url.substr(0, o.url.rfind(':')) + ":8000";
+    http_url =
+        inferd::client::IsXdsTarget(o.url) ? "" : o.url.substr(0, o.url.rfind(':')) + ":8000";
     if (const char* e = std::getenv("INFER_PERF_HTTP_URL")) http_url = e;
   }
-  inferd::client::HttpClient http(http_url, o.connection.http);
+  std::optional<inferd::client::HttpClient> http;
+  if (!http_url.empty()) http.emplace(http_url, o.connection.http);
   Run run{o, {}, {}};
-  run.stats_http = &http;
+  run.stats_http = http ? &*http : nullptr;
   std::string metadata_json;
   if (!ReadModel(o, metadata_json, run.sequence_model)) return 1;
   if (!ChooseLoad(o, run)) return 2;

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "inferd/client/routing.h"
+
 namespace inferd::perf {
 
 [[noreturn]] void Usage(const std::string& error) {
@@ -12,7 +14,9 @@ namespace inferd::perf {
   std::cerr << R"(Usage: infer-perf -m MODEL [options]
   -m MODEL                       model name (required)
   -x VERSION                     model version (default: latest)
-  -u HOST:PORT                   server (default localhost:8000; gRPC: localhost:8001)
+  -u HOST:PORT                   server (default localhost:8000; gRPC: localhost:8001);
+                                 with -i grpc also xds:///NAME (hosts from the xDS
+                                 control plane in $GRPC_XDS_BOOTSTRAP, e.g. inferd-discovery)
   -i http|grpc                   protocol (default http)
   -b N                           client batch size (default 1)
   --concurrency-range S[:E[:D]]  closed loop: S..E outstanding requests, step D (default 1)
@@ -218,6 +222,9 @@ void CheckOptions(Options& o, bool url_set) {
   if (o.protocol != "http" && o.protocol != "grpc") Usage("-i must be http or grpc");
   if (o.protocol == "grpc" && !url_set) o.url = "localhost:8001";
   if (o.streaming && o.protocol != "grpc") Usage("--streaming needs -i grpc");
+  if (client::IsXdsTarget(o.url) && o.protocol != "grpc") Usage("-u xds:///NAME needs -i grpc");
+  if (client::IsXdsTarget(o.url) && o.shared_memory == "system")
+    Usage("--shared-memory system needs one server (-u HOST:PORT), not an xds: target");
   if (o.batch < 1 || o.interval_ms < 100 || o.percentile < 0 || o.percentile > 100) {
     Usage("bad -b, --measurement-interval or --percentile");
   }

@@ -1,7 +1,9 @@
 // infer-perf's gRPC transports, on libinferclient's GrpcClient: unary
 // ModelInfer, or ModelStreamInfer on one bidirectional stream per worker
 // (--streaming). Each worker has its own client, so its own connection, like
-// separate client processes; inputs travel as raw_input_contents.
+// separate client processes; inputs travel as raw_input_contents. Calls and
+// streams carry `inferd-model: <model>` (libinferclient), so `-u xds:///NAME`
+// and Envoy route them to hosts serving the model.
 #include <condition_variable>
 #include <mutex>
 
@@ -42,13 +44,16 @@ class StreamTransport : public Transport {
   StreamTransport(const std::string& url, const client::ClientOptions& options,
                   std::shared_ptr<const client::InferRequest> req)
       : client_(url, options), req_(std::move(req)) {
-    stream_ =
-        client_.StartStream([this](const client::ClientStatus& st, const client::InferResult& r) {
+    // Every request on the stream names one model: the stream carries
+    // inferd-model, so xDS and Envoy route it to a host serving the model.
+    stream_ = client_.StartStream(
+        [this](const client::ClientStatus& st, const client::InferResult& r) {
           std::lock_guard<std::mutex> lock(mu_);
           last_error_ = !st.ok ? st.message : r.error;
           done_ = true;
           cv_.notify_one();
-        });
+        },
+        req_->model);
   }
   ~StreamTransport() override { (void)stream_->Close(); }
   bool Infer(std::string& error) override {

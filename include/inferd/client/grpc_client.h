@@ -46,11 +46,17 @@ class GrpcStream {
 
 class GrpcClient : public Client {
  public:
-  // `url` is "host:port" (a "grpc://" prefix is accepted). With
+  // `url` is "host:port" (a "grpc://" prefix is accepted) or any gRPC
+  // target, such as "xds:///inferd" (inferd-discovery picks the host of
+  // each call; $GRPC_XDS_BOOTSTRAP names it). With
   // options.tls.enabled the channel uses TLS (server name override through
   // options.tls.server_name; verify_peer/verify_host do not apply: gRPC
   // always verifies); options.headers go as metadata on every call and
-  // stream, names in lower case.
+  // stream, names in lower case. Calls about one model (ModelReady,
+  // GetModelMetadata, GetModelConfig, GetModelStatistics with a model,
+  // Infer, AsyncInfer) also carry `inferd-model: <model>` (routing.h) unless
+  // options.headers set that header; repository, shared-memory and server
+  // calls do not.
   explicit GrpcClient(const std::string& url, const ClientOptions& options = {});
   ~GrpcClient() override;
   GrpcClient(const GrpcClient&) = delete;
@@ -89,8 +95,11 @@ class GrpcClient : public Client {
 
   // Opens a bidirectional stream on this client's channel. gRPC opens it
   // lazily: a server that cannot be reached shows as a failed Send or a
-  // non-OK Close.
-  std::unique_ptr<GrpcStream> StartStream(InferCallback on_response);
+  // non-OK Close. Metadata is per stream: with `model` (the model every
+  // request on the stream names) the stream carries `inferd-model: <model>`
+  // and is routed to a host serving it; without, it goes to any host of the
+  // fleet (which must then serve every model the stream names).
+  std::unique_ptr<GrpcStream> StartStream(InferCallback on_response, const std::string& model = {});
 
  private:
   class Impl;
