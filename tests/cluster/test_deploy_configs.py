@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks the deployment files in deploy/ without a cluster.
 
-- The Kubernetes overlays (cpu, gpu, s3-repository) render with `kubectl kustomize` (offline), and the
+- The Kubernetes overlays (cpu, gpu, s3-repository, discovery) render with `kubectl kustomize` (offline), and the
   rendered objects have what docs/operations.md promises: probes on the
   health endpoints, a startup probe long enough for model loading, Guaranteed
   QoS with whole CPUs, a GPU only in the gpu overlay, a grace period that
@@ -9,6 +9,13 @@
   gRPC and metrics, a headless Service, the HPA on the queue-time metric,
   a PodDisruptionBudget and the model repository volume (s3-repository: the
   bucket URL, credentials from a Secret only, the cache on an emptyDir).
+- The discovery overlay (inferd-discovery, Envoy over ADS, infer-gateway over
+  xDS) holds together: RBAC is exactly get/list/watch on EndpointSlices in the
+  namespace; the discovery flags name a Service and port that exist and select
+  the inferd pods; the discovery Service exposes the flags' ports; Envoy's
+  bootstrap (deploy/envoy/envoy-ads.yaml) and the gRPC bootstrap point at that
+  Service with ADS/V3 over HTTP/2 (insecure for gRPC); the gateway dials
+  xds:///<fleet name>.
 - The timeouts agree across files: the balancers' upstream idle timeouts
   (nginx, Envoy) are below the server's --http-idle-timeout-secs.
 - deploy/nginx/nginx.conf (with a rendered upstreams.conf) passes `nginx -t`.
@@ -30,36 +37,14 @@ import unittest
 
 import yaml
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEPLOY = os.path.join(REPO_ROOT, "deploy")
-KUBECTL = os.environ.get("KUBECTL") or shutil.which("kubectl")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nginx_local  # noqa: E402
+from deploy_render import DEPLOY, KUBECTL, by_kind, flag, render  # noqa: E402
+# The discovery overlay's checks live in their own file; importing the class
+# runs them with the rest.
+from discovery_overlay_checks import DiscoveryOverlayTest  # noqa: E402,F401
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
-
-
-def render(overlay):
-    path = os.path.join(DEPLOY, "kubernetes", "overlays", overlay)
-    r = subprocess.run([KUBECTL, "kustomize", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       timeout=60)
-    if r.returncode != 0:
-        raise AssertionError("kubectl kustomize %s failed:\n%s" % (path, r.stderr.decode(errors="replace")))
-    return [d for d in yaml.safe_load_all(r.stdout) if d]
-
-
-def by_kind(docs, kind, name=None):
-    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
-    if len(found) != 1:
-        raise AssertionError("expected one %s %s, found %d" % (kind, name or "", len(found)))
-    return found[0]
-
-
-def flag(args, name):
-    for a in args:
-        if a.startswith("--%s=" % name):
-            return a.split("=", 1)[1]
-    return None
 
 
 def seconds(text):
@@ -83,7 +68,10 @@ def server_idle_timeout():
 class KustomizeTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.rendered = {o: render(o) for o in ("cpu", "gpu", "s3-repository")}
+        # The discovery overlay is the cpu overlay plus the xDS pieces: every
+        # check of the inferd objects holds for it too (DiscoveryOverlayTest
+        # checks the rest).
+        cls.rendered = {o: render(o) for o in ("cpu", "gpu", "s3-repository", "discovery")}
 
     def container(self, docs):
         dep = by_kind(docs, "Deployment", "inferd")

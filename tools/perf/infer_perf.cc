@@ -310,8 +310,15 @@ std::vector<WindowSummary> MeasureWindows(const Run& run, LoadGenerator& load, b
         ++errors;
     }
     windows.push_back(Summarize(lat, errors, secs, o.batch, o.percentile));
-    if (tty) {
-      const auto& w = windows.back();
+    const auto& w = windows.back();
+    if (o.verbose) {
+      // One line per window, for logs and for tests that follow a run as it goes.
+      std::fprintf(stderr,
+                   "  window %d: %.1f infer/s, %zu requests, %llu errors, avg %.0f us, "
+                   "p99 %.0f us\n",
+                   trial + 1, w.throughput, records.size(), static_cast<unsigned long long>(errors),
+                   w.avg_us, w.p99_us);
+    } else if (tty) {
       std::fprintf(stderr, "\r  window %d: %.1f infer/s, avg %.0f us, p99 %.0f us%s   ", trial + 1,
                    w.throughput, w.avg_us, w.p99_us, errors ? " (errors)" : "");
     }
@@ -321,7 +328,7 @@ std::vector<WindowSummary> MeasureWindows(const Run& run, LoadGenerator& load, b
     }
   }
   if (run.metrics) run.metrics->Mark();
-  if (tty) std::fprintf(stderr, "\r%80s\r", "");
+  if (tty && !o.verbose) std::fprintf(stderr, "\r%80s\r", "");
   return windows;
 }
 

@@ -33,6 +33,7 @@ namespace inferd::perf {
   --streaming                    gRPC bidirectional streaming
   -f FILE                        write a CSV of the results
   --json                         print the results as JSON on stdout
+  -v, --verbose                  a line on stderr for every measurement window
   --plot FILE.png|FILE.svg       latency against throughput through gnuplot
   --shared-memory none|system    system: inputs and outputs in a POSIX shared-memory region
                                  registered with the server (needs --allow-client-shm=true)
@@ -202,6 +203,8 @@ void ApplyFlag(const std::string& a, const std::function<std::string()>& value, 
     o.csv = value();
   else if (a == "--json")
     o.json = true;
+  else if (a == "-v" || a == "--verbose")
+    o.verbose = true;
   else if (a == "--plot")
     o.plot = value();
   else if (a == "--shared-memory") {

@@ -39,6 +39,7 @@ struct Options {
   bool streaming = false;
   std::string csv;
   bool json = false;
+  bool verbose = false;  // -v: every window's figures on stderr
   double stability = 0.1;
   int max_trials = 10;
   int max_threads = 64;
