@@ -14,6 +14,7 @@ Skipped when the inferd-discovery binary is not built."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -34,7 +35,6 @@ POLL_MS = 200
 
 
 def free_port():
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -81,11 +81,12 @@ class DiscoveryClientsTest(unittest.TestCase):
                        "node": {"id": "test-discovery-clients", "cluster": "tests"}}, f)
         cls.log_path = os.path.join(cls.tmp, "discovery.log")
         hosts = ",".join("127.0.0.1:%d" % h.grpc_port for h in cls.hosts)
-        cls.discovery = subprocess.Popen(
-            [DISCOVERY_BIN, "--xds-address=127.0.0.1", "--xds-port=%d" % cls.xds_port,
-             "--http-address=127.0.0.1", "--http-port=%d" % cls.http_port, "--hosts=" + hosts,
-             "--poll-interval-ms=%d" % POLL_MS],
-            stdout=open(cls.log_path, "wb"), stderr=subprocess.STDOUT)
+        with open(cls.log_path, "wb") as log:
+            cls.discovery = subprocess.Popen(
+                [DISCOVERY_BIN, "--xds-address=127.0.0.1", "--xds-port=%d" % cls.xds_port,
+                 "--http-address=127.0.0.1", "--http-port=%d" % cls.http_port,
+                 "--hosts=" + hosts, "--poll-interval-ms=%d" % POLL_MS],
+                stdout=log, stderr=subprocess.STDOUT)
         # Ready once both hosts are ready with their model in the snapshot.
         want = {"127.0.0.1:%d" % h.grpc_port: m for h, m in zip(cls.hosts, (MODEL_A, MODEL_B))}
         deadline = time.monotonic() + 30
