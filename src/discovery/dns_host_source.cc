@@ -4,8 +4,6 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-#include "discovery/host_list.h"
-
 namespace inferd::discovery {
 
 DnsAnswer SystemResolve(const std::string& name) {
@@ -57,14 +55,15 @@ std::optional<HostSet> DnsHostSource::Poll() {
   }
   HostSet set;
   for (const std::string& address : answer.addresses) {
-    HostEndpoint e{address, target_.port};
-    // A resolver's answer is trusted to be an IP literal; a bad one (an
-    // injected resolver's mistake) is a transient failure, not a host.
-    if (!ParseHostEndpoint(e.id()).ok()) {
+    // Only IP literals: anything else (an injected resolver's mistake) is a
+    // failure, not a host.
+    in6_addr scratch{};
+    if (::inet_pton(AF_INET, address.c_str(), &scratch) != 1 &&
+        ::inet_pton(AF_INET6, address.c_str(), &scratch) != 1) {
       health().Fail("resolver answered '" + address + "', not an IP address");
       return std::nullopt;
     }
-    set.insert(std::move(e));
+    set.insert(HostEndpoint{address, target_.port});
   }
   health().Recovered();
   return set;

@@ -59,6 +59,12 @@ StatusOr<bool> ParseHostSourceFlag(std::string_view arg, HostSourceOptions& opti
   if (arg.substr(0, 2) != "--" || eq == std::string_view::npos) return false;
   std::string_view flag = arg.substr(0, eq);
   std::string value(arg.substr(eq + 1));
+  bool ours = flag == "--hosts" || flag == "--hosts-file" || flag == "--dns" ||
+              flag == "--kubernetes-service" || flag == "--kubernetes-api" ||
+              flag == "--kubernetes-token-file" || flag == "--kubernetes-ca-file" ||
+              flag == "--source-interval-ms";
+  if (!ours) return false;
+  if (value.empty()) return BadFlag(flag, value, "empty value");
   if (flag == "--hosts") {
     options.hosts.push_back(value);
   } else if (flag == "--hosts-file") {
@@ -76,14 +82,11 @@ StatusOr<bool> ParseHostSourceFlag(std::string_view arg, HostSourceOptions& opti
   } else if (flag == "--source-interval-ms") {
     char* end = nullptr;
     long ms = std::strtol(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || ms < 1 || ms > 3600 * 1000) {
+    if (value.empty() || *end != '\0' || ms < 1 || ms > 3600L * 1000) {
       return BadFlag(flag, value, "expected milliseconds, 1 to 3600000");
     }
     options.interval = std::chrono::milliseconds(ms);
-  } else {
-    return false;
   }
-  if (value.empty()) return BadFlag(flag, value, "empty value");
   return true;
 }
 

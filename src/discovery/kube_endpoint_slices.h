@@ -2,7 +2,7 @@
 // endpoints: the body of a list, and one line of a watch stream. Only the
 // fields discovery needs are read; everything else is ignored.
 //
-// Which endpoints count (the decisions, docs/discovery.md):
+// Which endpoints count (the decisions):
 //   - conditions.ready true or absent: ready; false: skipped.
 //   - conditions.terminating true: skipped even when ready says true (a
 //     Service with publishNotReadyAddresses reports terminating pods as

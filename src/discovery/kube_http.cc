@@ -18,7 +18,6 @@ constexpr size_t kMaxErrorBody = 4096;
 struct Call {
   const CurlApi* api;
   CURL* curl;
-  KubeHttpClient* client;
   const ChunkSink* sink;
   KubeResponse* out;
 };
@@ -124,7 +123,7 @@ KubeResponse KubeHttpClient::Get(const KubeGet& get, const ChunkSink& sink) {
     headers = api->slist_append(headers, authorization.c_str());
   }
   char error_buffer[CURL_ERROR_SIZE] = {0};
-  Call call{api, curl, this, &sink, &out};
+  Call call{api, curl, &sink, &out};
   api->easy_setopt(curl, CURLOPT_URL, get.url.c_str());
   api->easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   api->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
