@@ -39,7 +39,9 @@ Message Decode(const XdsSnapshot& s, std::string_view type, const std::string& n
   auto& of = s.Of(type);
   auto it = of.find(name);
   EXPECT_NE(it, of.end()) << "no " << type << " named " << name;
-  if (it != of.end()) EXPECT_TRUE(m.ParseFromString(it->second.bytes));
+  if (it != of.end()) {
+    EXPECT_TRUE(m.ParseFromString(it->second.bytes));
+  }
   return m;
 }
 
