@@ -10,8 +10,8 @@ const char kDiscoveryUsage[] =
     "An xDS (ADS, state of the world) control plane for Envoy and proxyless gRPC\n"
     "clients: which inferd hosts are ready, which models each one serves, how loaded\n"
     "each one is (docs/discovery.md).\n"
-    "Sources of inferd hosts (at least one; their union is used):\n"
-    "  --hosts=HOST:GRPC_PORT[,...]     a fixed list (repeatable)\n"
+    "Sources of inferd hosts (at least one, each repeatable; their union is used):\n"
+    "  --hosts=HOST:GRPC_PORT[,...]     a fixed list\n"
     "  --hosts-file=FILE                one HOST:GRPC_PORT a line, reloaded on change\n"
     "  --dns=NAME:GRPC_PORT             every address of NAME (a headless Service),\n"
     "                                   re-resolved every poll interval\n"
@@ -95,9 +95,9 @@ Status Apply(const std::string& flag, const std::string& v, DiscoveryOptions& o)
   if (flag == "--http-address") return o.http_address = v, Status::Ok();
   if (flag == "--control-plane-id") return o.control_plane_id = v, Status::Ok();
   if (flag == "--hosts") return o.hosts.push_back(v), Status::Ok();
-  if (flag == "--hosts-file") return o.hosts_file = v, Status::Ok();
-  if (flag == "--dns") return o.dns = v, Status::Ok();
-  if (flag == "--kubernetes-service") return o.kubernetes_service = v, Status::Ok();
+  if (flag == "--hosts-file") return o.hosts_files.push_back(v), Status::Ok();
+  if (flag == "--dns") return o.dns.push_back(v), Status::Ok();
+  if (flag == "--kubernetes-service") return o.kubernetes_services.push_back(v), Status::Ok();
   if (flag == "--kubernetes-api") return o.kubernetes_api = v, Status::Ok();
   if (flag == "--kubernetes-token-file") return o.kubernetes_token_file = v, Status::Ok();
   if (flag == "--kubernetes-ca-file") return o.kubernetes_ca_file = v, Status::Ok();
@@ -168,7 +168,8 @@ StatusOr<DiscoveryOptions> ParseDiscoveryFlags(const std::vector<std::string>& a
     if (flag == "--probe-timeout-ms") timeout_set = true;
     INFERD_RETURN_IF_ERROR(Apply(flag, value, o));
   }
-  if (o.hosts.empty() && o.hosts_file.empty() && o.dns.empty() && o.kubernetes_service.empty()) {
+  if (o.hosts.empty() && o.hosts_files.empty() && o.dns.empty() &&
+      o.kubernetes_services.empty()) {
     return InvalidArgument(
         "no source of hosts: give --hosts, --hosts-file, --dns or --kubernetes-service");
   }

@@ -33,6 +33,7 @@ struct HostEndpoint {
   // "host:port", with IPv6 literals in brackets: the host's id everywhere
   // (logs, metrics, locality sub-zone, the snapshot dump).
   std::string id() const;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy's false positive on a defaulted <=>
   auto operator<=>(const HostEndpoint&) const = default;
 };
 

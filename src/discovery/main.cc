@@ -30,9 +30,9 @@ using namespace inferd::discovery;
 HostSourceOptions SourceOptions(const DiscoveryOptions& o) {
   HostSourceOptions s;
   s.hosts = o.hosts;
-  if (!o.hosts_file.empty()) s.hosts_files.push_back(o.hosts_file);
-  if (!o.dns.empty()) s.dns.push_back(o.dns);
-  if (!o.kubernetes_service.empty()) s.kubernetes_services.push_back(o.kubernetes_service);
+  s.hosts_files = o.hosts_files;
+  s.dns = o.dns;
+  s.kubernetes_services = o.kubernetes_services;
   s.interval = o.loop.poll_interval;
   s.kubernetes_api_url = o.kubernetes_api;
   if (!o.kubernetes_token_file.empty()) s.kubernetes_token_file = o.kubernetes_token_file;

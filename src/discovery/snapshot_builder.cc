@@ -28,6 +28,7 @@ constexpr char kTypePrefix[] = "type.googleapis.com/";
 constexpr char kHcmFilter[] = "envoy.filters.network.http_connection_manager";
 constexpr char kRouterFilter[] = "envoy.filters.http.router";
 constexpr char kHttpOptionsKey[] = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+constexpr int64_t kUpstreamIdleTimeoutSeconds = 50;
 
 // Deterministic bytes (map fields in key order), so equal input gives equal
 // resources and the ADS server sends nothing when nothing changed.
@@ -96,11 +97,19 @@ cluster::Cluster EdsCluster(const std::string& name, bool http2, uint32_t connec
   c.mutable_connect_timeout()->set_seconds(connect_timeout_ms / 1000);
   c.mutable_connect_timeout()->set_nanos(static_cast<int32_t>(connect_timeout_ms % 1000) * 1000000);
   c.set_lb_policy(cluster::Cluster::ROUND_ROBIN);  // the one gRPC 1.51 accepts
+  // Envoy: HTTP/2 to inferd's gRPC port, HTTP/1.1 to its HTTP port, and
+  // idle upstream connections closed before inferd closes them (its
+  // --http-idle-timeout-secs defaults to 60 s), so that Envoy never sends a
+  // request on a connection inferd is closing. gRPC ignores these options.
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
+  options.mutable_common_http_protocol_options()->mutable_idle_timeout()->set_seconds(
+      kUpstreamIdleTimeoutSeconds);
   if (http2) {
-    envoy::extensions::upstreams::http::v3::HttpProtocolOptions options;
     options.mutable_explicit_http_config()->mutable_http2_protocol_options();
-    Pack(options, &(*c.mutable_typed_extension_protocol_options())[kHttpOptionsKey]);
+  } else {
+    options.mutable_explicit_http_config()->mutable_http_protocol_options();
   }
+  Pack(options, &(*c.mutable_typed_extension_protocol_options())[kHttpOptionsKey]);
   return c;
 }
 
@@ -128,6 +137,10 @@ route::Route ToCluster(const std::string& cluster_name, route::RouteMatch match)
   route::Route r;
   *r.mutable_match() = std::move(match);
   r.mutable_route()->set_cluster(cluster_name);
+  // A zero timeout, present: Envoy's default 15 s per request would cut off
+  // long inferences and every ModelStreamInfer stream; the caller's deadline
+  // rules instead (gRPC clients ignore this field).
+  r.mutable_route()->mutable_timeout();
   return r;
 }
 

@@ -9,6 +9,7 @@
 #include "envoy_http_connection_manager.pb.h"
 #include "envoy_listener.pb.h"
 #include "envoy_route.pb.h"
+#include "envoy_upstream_http.pb.h"
 
 namespace inferd::discovery {
 namespace {
@@ -18,6 +19,8 @@ namespace endpoint = envoy::config::endpoint::v3;
 namespace listener = envoy::config::listener::v3;
 namespace route = envoy::config::route::v3;
 namespace hcm = envoy::extensions::filters::network::http_connection_manager::v3;
+
+constexpr char kHttpOptionsKey[] = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 
 HostStatus Host(const std::string& ip, uint16_t port, bool ready, std::set<std::string, std::less<>> models,
                 uint32_t weight = 100) {
@@ -36,7 +39,9 @@ Message Decode(const XdsSnapshot& s, std::string_view type, const std::string& n
   auto& of = s.Of(type);
   auto it = of.find(name);
   EXPECT_NE(it, of.end()) << "no " << type << " named " << name;
-  if (it != of.end()) EXPECT_TRUE(m.ParseFromString(it->second.bytes));
+  if (it != of.end()) {
+    EXPECT_TRUE(m.ParseFromString(it->second.bytes));
+  }
   return m;
 }
 
@@ -92,9 +97,13 @@ TEST_F(SnapshotBuilderTest, OneClusterForTheFleetAndOnePerModelWithReadyHostsOnl
   EXPECT_TRUE(c.eds_cluster_config().eds_config().has_ads());
   EXPECT_EQ(c.lb_policy(), cluster::Cluster::ROUND_ROBIN);
   EXPECT_GT(c.connect_timeout().seconds() * 1000 + c.connect_timeout().nanos() / 1000000, 0);
-  EXPECT_EQ(c.typed_extension_protocol_options().count(
-                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"),
-            1u);
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions http;
+  ASSERT_TRUE(http.ParseFromString(
+      c.typed_extension_protocol_options().at(kHttpOptionsKey).value()));
+  EXPECT_TRUE(http.explicit_http_config().has_http2_protocol_options());
+  // Below inferd's default --http-idle-timeout-secs (60).
+  EXPECT_GT(http.common_http_protocol_options().idle_timeout().seconds(), 0);
+  EXPECT_LT(http.common_http_protocol_options().idle_timeout().seconds(), 60);
 }
 
 TEST_F(SnapshotBuilderTest, RoutesByTheModelHeaderThenToTheFleet) {
@@ -110,6 +119,7 @@ TEST_F(SnapshotBuilderTest, RoutesByTheModelHeaderThenToTheFleet) {
     ASSERT_EQ(r.match().headers_size(), 1);
     EXPECT_EQ(r.match().headers(0).name(), kModelHeader);
     EXPECT_EQ(r.route().cluster(), "inferd/" + r.match().headers(0).exact_match());
+    EXPECT_TRUE(r.route().has_timeout());  // zero: no Envoy per-request timeout
   }
   EXPECT_EQ(vh.routes(2).match().prefix(), "/");
   EXPECT_EQ(vh.routes(2).match().headers_size(), 0);
@@ -156,7 +166,10 @@ TEST_F(SnapshotBuilderTest, HttpRoutesWhenTheHostsHttpPortIsKnown) {
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(),
             8000u);
   auto c = Decode<cluster::Cluster>(s, kClusterType, "inferd_http");
-  EXPECT_EQ(c.typed_extension_protocol_options_size(), 0);  // HTTP/1.1 upstream
+  envoy::extensions::upstreams::http::v3::HttpProtocolOptions http;
+  ASSERT_TRUE(http.ParseFromString(
+      c.typed_extension_protocol_options().at(kHttpOptionsKey).value()));
+  EXPECT_TRUE(http.explicit_http_config().has_http_protocol_options());  // HTTP/1.1 upstream
 }
 
 TEST_F(SnapshotBuilderTest, LingeringModelsKeepAnEmptyClusterButNoRoute) {
