@@ -17,7 +17,9 @@ DiscoveryLoop::DiscoveryLoop(DiscoveryLoopOptions options, std::function<HostSet
 
 DiscoveryLoop::~DiscoveryLoop() { Stop(); }
 
-void DiscoveryLoop::Start() { thread_ = std::thread([this] { Run(); }); }
+void DiscoveryLoop::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
 
 void DiscoveryLoop::Stop() {
   {
@@ -92,8 +94,9 @@ void DiscoveryLoop::Round() {
   for (const auto& s : statuses) {
     if (!s.ready && s.reason.rfind("not ready", 0) != 0) ++failed;
   }
-  metrics_->counter("discovery_poll_errors_total",
-                    "host probes that failed (no answer, refused, bad answer)")
+  metrics_
+      ->counter("discovery_poll_errors_total",
+                "host probes that failed (no answer, refused, bad answer)")
       .Add(static_cast<double>(failed));
   auto set = [](middleman::Gauge& gauge, double value) { gauge.Add(value - gauge.value()); };
   const char* hosts_help = "known inferd hosts by state";

@@ -168,8 +168,7 @@ StatusOr<DiscoveryOptions> ParseDiscoveryFlags(const std::vector<std::string>& a
     if (flag == "--probe-timeout-ms") timeout_set = true;
     INFERD_RETURN_IF_ERROR(Apply(flag, value, o));
   }
-  if (o.hosts.empty() && o.hosts_files.empty() && o.dns.empty() &&
-      o.kubernetes_services.empty()) {
+  if (o.hosts.empty() && o.hosts_files.empty() && o.dns.empty() && o.kubernetes_services.empty()) {
     return InvalidArgument(
         "no source of hosts: give --hosts, --hosts-file, --dns or --kubernetes-service");
   }

@@ -39,11 +39,10 @@ std::string ResolveAddress(const std::string& host) {
   addrinfo* found = nullptr;
   if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
   char text[INET6_ADDRSTRLEN] = {};
-  const void* where = found->ai_family == AF_INET6
-                          ? static_cast<const void*>(
-                                &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
-                          : static_cast<const void*>(
-                                &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
+  const void* where =
+      found->ai_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
   std::string address;
   if (inet_ntop(found->ai_family, where, text, sizeof text) != nullptr) address = text;
   freeaddrinfo(found);
@@ -125,28 +124,27 @@ HostProber::~HostProber() = default;
 
 void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
   auto* stub = probe->state->stub.get();
-  stub->async()->ServerReady(
-      probe->NewContext(), &probe->ready_request, &probe->ready_response,
-      [probe, stub](::grpc::Status s) {
-        if (!s.ok()) return probe->Fail("ServerReady", s);
-        if (!probe->ready_response.ready()) {
-          probe->status.reason = "not ready (draining or starting)";
-          return probe->done();
-        }
-        probe->index_request.set_ready(true);
-        stub->async()->RepositoryIndex(
-            probe->NewContext(), &probe->index_request, &probe->index_response,
-            [probe, stub](::grpc::Status s) {
-              if (!s.ok()) return probe->Fail("RepositoryIndex", s);
-              stub->async()->ModelStatistics(
-                  probe->NewContext(), &probe->stats_request, &probe->stats_response,
-                  [probe](::grpc::Status s) {
-                    if (!s.ok()) return probe->Fail("ModelStatistics", s);
-                    probe->status.ready = true;
-                    probe->done();
-                  });
-            });
-      });
+  stub->async()->ServerReady(probe->NewContext(), &probe->ready_request, &probe->ready_response,
+                             [probe, stub](::grpc::Status s) {
+                               if (!s.ok()) return probe->Fail("ServerReady", s);
+                               if (!probe->ready_response.ready()) {
+                                 probe->status.reason = "not ready (draining or starting)";
+                                 return probe->done();
+                               }
+                               probe->index_request.set_ready(true);
+                               stub->async()->RepositoryIndex(
+                                   probe->NewContext(), &probe->index_request,
+                                   &probe->index_response, [probe, stub](::grpc::Status s) {
+                                     if (!s.ok()) return probe->Fail("RepositoryIndex", s);
+                                     stub->async()->ModelStatistics(
+                                         probe->NewContext(), &probe->stats_request,
+                                         &probe->stats_response, [probe](::grpc::Status s) {
+                                           if (!s.ok()) return probe->Fail("ModelStatistics", s);
+                                           probe->status.ready = true;
+                                           probe->done();
+                                         });
+                                   });
+                             });
 }
 
 std::vector<HostStatus> HostProber::ProbeAll(const HostSet& hosts) {

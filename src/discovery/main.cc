@@ -104,8 +104,8 @@ int main(int argc, char** argv) {
   loop->Start();
   std::cerr << "inferd-discovery: xDS (ADS) on " << so.grpc_address << ":" << service.grpc_port()
             << ", HTTP on " << so.http_address << ":" << service.http_port() << ", "
-            << sources->size() << " host source(s), polling every "
-            << o.loop.poll_interval.count() << " ms" << std::endl;
+            << sources->size() << " host source(s), polling every " << o.loop.poll_interval.count()
+            << " ms" << std::endl;
 
   const int sig = middleman::Service::WaitForShutdownSignal();
   std::cerr << "inferd-discovery: signal " << sig << ", stopping" << std::endl;

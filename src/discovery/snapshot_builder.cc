@@ -231,7 +231,8 @@ class Builder {
   template <typename Resource>
   void Add(const Resource& resource, bool in_wildcard) {
     const std::string type = kTypePrefix + resource.GetDescriptor()->full_name();
-    snapshot_.resources[type][ResourceName(resource)] = XdsResource{Serialize(resource), in_wildcard};
+    snapshot_.resources[type][ResourceName(resource)] =
+        XdsResource{Serialize(resource), in_wildcard};
   }
 
   static const std::string& ResourceName(const endpoint::ClusterLoadAssignment& r) {

@@ -42,12 +42,12 @@ namespace inferd::discovery {
 inline constexpr char kModelHeader[] = "inferd-model";
 
 struct SnapshotOptions {
-  std::string fleet_name = "inferd";    // listener, route and fleet cluster name
-  uint32_t envoy_grpc_port = 8001;      // Envoy's gRPC listener
-  uint32_t envoy_http_port = 8000;      // Envoy's HTTP listener (with http_port)
-  uint32_t http_port = 0;               // the hosts' HTTP port; 0: no HTTP routes
-  uint32_t connect_timeout_ms = 1000;   // Envoy's connect timeout to a host
-  std::string zone;                     // locality zone of every endpoint
+  std::string fleet_name = "inferd";   // listener, route and fleet cluster name
+  uint32_t envoy_grpc_port = 8001;     // Envoy's gRPC listener
+  uint32_t envoy_http_port = 8000;     // Envoy's HTTP listener (with http_port)
+  uint32_t http_port = 0;              // the hosts' HTTP port; 0: no HTTP routes
+  uint32_t connect_timeout_ms = 1000;  // Envoy's connect timeout to a host
+  std::string zone;                    // locality zone of every endpoint
 };
 
 // Cluster names: "<fleet>/<model>" and "<fleet>_http/<model>".

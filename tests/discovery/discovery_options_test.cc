@@ -7,12 +7,11 @@ namespace inferd::discovery {
 namespace {
 
 TEST(DiscoveryFlags, BothFlagFormsAndRepeatableSources) {
-  auto o = ParseDiscoveryFlags({"--xds-port=19000", "--http-port", "0", "--hosts=10.0.0.1:8001",
-                                "--hosts", "10.0.0.2:8001", "--hosts-file=/etc/h",
-                                "--dns=inferd-headless:8001", "--kubernetes-service=ns/inferd:grpc",
-                                "--poll-interval-ms=250", "--probe-header=Triton-GRPC-Protocol-K: v",
-                                "--fleet-name=prod", "--inferd-http-port=8000", "--zone=z1",
-                                "--linger-rounds=2"});
+  auto o = ParseDiscoveryFlags(
+      {"--xds-port=19000", "--http-port", "0", "--hosts=10.0.0.1:8001", "--hosts", "10.0.0.2:8001",
+       "--hosts-file=/etc/h", "--dns=inferd-headless:8001", "--kubernetes-service=ns/inferd:grpc",
+       "--poll-interval-ms=250", "--probe-header=Triton-GRPC-Protocol-K: v", "--fleet-name=prod",
+       "--inferd-http-port=8000", "--zone=z1", "--linger-rounds=2"});
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->xds_port, 19000);
   EXPECT_EQ(o->http_port, 0);

@@ -22,8 +22,8 @@ namespace hcm = envoy::extensions::filters::network::http_connection_manager::v3
 
 constexpr char kHttpOptionsKey[] = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
 
-HostStatus Host(const std::string& ip, uint16_t port, bool ready, std::set<std::string, std::less<>> models,
-                uint32_t weight = 100) {
+HostStatus Host(const std::string& ip, uint16_t port, bool ready,
+                std::set<std::string, std::less<>> models, uint32_t weight = 100) {
   HostStatus h;
   h.endpoint = {ip, port};
   h.address = ip;
@@ -52,7 +52,8 @@ std::vector<std::string> Names(const XdsSnapshot& s, std::string_view type) {
 }
 
 // "ip:port" of each endpoint with its locality weight.
-std::vector<std::pair<std::string, uint32_t>> Endpoints(const endpoint::ClusterLoadAssignment& cla) {
+std::vector<std::pair<std::string, uint32_t>> Endpoints(
+    const endpoint::ClusterLoadAssignment& cla) {
   std::vector<std::pair<std::string, uint32_t>> out;
   for (const auto& locality : cla.endpoints()) {
     EXPECT_EQ(locality.lb_endpoints_size(), 1);
@@ -82,14 +83,14 @@ TEST_F(SnapshotBuilderTest, OneClusterForTheFleetAndOnePerModelWithReadyHostsOnl
   EXPECT_EQ(Names(s, kClusterLoadAssignmentType), Names(s, kClusterType));
 
   using E = std::vector<std::pair<std::string, uint32_t>>;
+  EXPECT_EQ(
+      Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType, "inferd")),
+      (E{{"10.0.0.1:8001", 100}, {"10.0.0.2:8001", 40}}));
   EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
-                                                             "inferd")),
-            (E{{"10.0.0.1:8001", 100}, {"10.0.0.2:8001", 40}}));
-  EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
-                                                             "inferd/resnet")),
+                                                              "inferd/resnet")),
             (E{{"10.0.0.1:8001", 100}}));
   EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
-                                                             "inferd/simple")),
+                                                              "inferd/simple")),
             (E{{"10.0.0.1:8001", 100}, {"10.0.0.2:8001", 40}}));
 
   auto c = Decode<cluster::Cluster>(s, kClusterType, "inferd/simple");
@@ -98,8 +99,8 @@ TEST_F(SnapshotBuilderTest, OneClusterForTheFleetAndOnePerModelWithReadyHostsOnl
   EXPECT_EQ(c.lb_policy(), cluster::Cluster::ROUND_ROBIN);
   EXPECT_GT(c.connect_timeout().seconds() * 1000 + c.connect_timeout().nanos() / 1000000, 0);
   envoy::extensions::upstreams::http::v3::HttpProtocolOptions http;
-  ASSERT_TRUE(http.ParseFromString(
-      c.typed_extension_protocol_options().at(kHttpOptionsKey).value()));
+  ASSERT_TRUE(
+      http.ParseFromString(c.typed_extension_protocol_options().at(kHttpOptionsKey).value()));
   EXPECT_TRUE(http.explicit_http_config().has_http2_protocol_options());
   // Below inferd's default --http-idle-timeout-secs (60).
   EXPECT_GT(http.common_http_protocol_options().idle_timeout().seconds(), 0);
@@ -161,14 +162,14 @@ TEST_F(SnapshotBuilderTest, HttpRoutesWhenTheHostsHttpPortIsKnown) {
   EXPECT_EQ(routes[1].match().prefix(), "/v2/models/resnet/");
   EXPECT_EQ(routes[1].route().cluster(), "inferd_http/resnet");
   EXPECT_EQ(routes[4].route().cluster(), "inferd_http");
-  auto cla = Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
-                                                     "inferd_http/simple");
+  auto cla =
+      Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType, "inferd_http/simple");
   EXPECT_EQ(cla.endpoints(0).lb_endpoints(0).endpoint().address().socket_address().port_value(),
             8000u);
   auto c = Decode<cluster::Cluster>(s, kClusterType, "inferd_http");
   envoy::extensions::upstreams::http::v3::HttpProtocolOptions http;
-  ASSERT_TRUE(http.ParseFromString(
-      c.typed_extension_protocol_options().at(kHttpOptionsKey).value()));
+  ASSERT_TRUE(
+      http.ParseFromString(c.typed_extension_protocol_options().at(kHttpOptionsKey).value()));
   EXPECT_TRUE(http.explicit_http_config().has_http_protocol_options());  // HTTP/1.1 upstream
 }
 

@@ -145,7 +145,6 @@ class InferPerfStringsAndFlagsTest(PerfTestCase):
     def test_perf_analyzer_flags_not_implemented_are_refused_by_name(self):
         for flag, why in (("--request-count", "use --measurement-mode count_windows"),
                           ("--service-kind", "KServe v2 servers only"),
-                          ("-v", "no verbose mode"),
                           ("--periodic-concurrency-range", "no periodic concurrency mode"),
                           ("--input-tensor-format", "always sent as binary tensors"),
                           ("--trace-level", "inferd --trace-config"),

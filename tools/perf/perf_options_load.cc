@@ -21,7 +21,6 @@ const std::map<std::string, std::string>& Unsupported() {
       {"--service-kind", "infer-perf talks to KServe v2 servers only (triton)"},
       {"--bls-composing-models", "BLS models are not measured separately"},
       {"--model-signature-name", "TensorFlow Serving only"},
-      {"-v", "there is no verbose mode; the windows print on a terminal"},
       {"--warmup-request-count", "use --warmup-ms"},
       {"--request-count", "use --measurement-mode count_windows"},
       {"--periodic-concurrency-range", "no periodic concurrency mode"},
