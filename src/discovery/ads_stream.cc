@@ -221,17 +221,22 @@ void AdsStream::PumpLocked() {
   if (writing_ || ending_ || done_ || due_.empty()) return;
   std::shared_ptr<const AdsPublished> published = hub_->Current();
   if (published == nullptr) return;  // stays due until the first Publish
-  auto try_type = [&](std::string type_url) {  // a copy: erased from due_ here
-    due_.erase(type_url);
-    return BuildLocked(type_url, *published);
-  };
-  for (std::string_view type_url : kPushOrder) {
-    auto it = due_.find(type_url);
-    if (it != due_.end() && try_type(*it)) return;
-  }
   while (!due_.empty()) {
-    if (try_type(*due_.begin())) return;
+    std::string type_url = TakeDueLocked();
+    if (BuildLocked(type_url, *published)) return;
   }
+}
+
+std::string AdsStream::TakeDueLocked() {
+  auto it = due_.begin();
+  for (std::string_view type_url : kPushOrder) {
+    auto found = due_.find(type_url);
+    if (found != due_.end()) {
+      it = found;
+      break;
+    }
+  }
+  return std::move(due_.extract(it).value());
 }
 
 bool AdsStream::BuildLocked(const std::string& type_url, const AdsPublished& published) {

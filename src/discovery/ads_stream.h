@@ -112,6 +112,8 @@ class AdsStream final : public ::grpc::ServerBidiReactor<DiscoveryRequest, Disco
   void NoteNodeLocked(const DiscoveryRequest& request) INFERD_REQUIRES(mu_);
   // Starts the next due response, if no write is in flight.
   void PumpLocked() INFERD_REQUIRES(mu_);
+  // Removes and returns the due type to look at next (kPushOrder first).
+  std::string TakeDueLocked() INFERD_REQUIRES(mu_);
   bool BuildLocked(const std::string& type_url, const AdsPublished& published) INFERD_REQUIRES(mu_);
   // Finishes with `status` now, or after the write in flight.
   void EndLocked(::grpc::Status status) INFERD_REQUIRES(mu_);
