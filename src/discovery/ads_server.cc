@@ -125,6 +125,10 @@ AdsServer::AdsServer(AdsServerOptions options)
 AdsServer::~AdsServer() { Shutdown(); }
 
 void AdsServer::Publish(std::shared_ptr<const XdsSnapshot> snapshot) {
+  if (snapshot == nullptr) {  // a caller's bug; an empty snapshot would delete everything
+    INFERD_LOG(Error) << "ADS server: Publish(nullptr) ignored";
+    return;
+  }
   bool first = false;
   std::vector<std::string> changed = hub_->Swap(std::move(snapshot), &first);
   if (changed.empty() && !first) return;

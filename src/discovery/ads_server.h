@@ -131,9 +131,10 @@ class AdsServer final
   AdsServer(const AdsServer&) = delete;
   AdsServer& operator=(const AdsServer&) = delete;
 
-  // Makes `snapshot` (not null) the served state: for each type whose
-  // resources changed, a new version, and every stream subscribed to it gets
-  // a response if what it selects changed. Returns at once.
+  // Makes `snapshot` the served state: for each type whose resources
+  // changed, a new version, and every stream subscribed to it gets a
+  // response if what it selects changed. Returns at once, without writing.
+  // Null is a caller's bug: logged and ignored (never "delete everything").
   void Publish(std::shared_ptr<const XdsSnapshot> snapshot);
 
   // The current version of `type_url` ("" before the first Publish).

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "ads_test_util.h"
@@ -334,6 +335,37 @@ TEST_F(AdsFixture, ClientThatNeverReadsDoesNotHoldBackOthers) {
   AdsStats stats = ads_->Stats();
   EXPECT_EQ(stats.connected_streams, 2u);
   EXPECT_LT(Counters(kEds).responses, 2u + 20u + 10u);
+}
+
+// Streams ending (OnDone) while Publish and Stats hold them: run under
+// ASan/TSan this is the use-after-free check of the stream registry.
+TEST_F(AdsFixture, StreamsEndWhilePublishing) {
+  auto snapshot = [](int generation) {
+    return SnapshotBuilder()
+        .Add(kCds, "c", "c=" + std::to_string(generation))
+        .Add(kEds, "c", "c=" + std::to_string(generation))
+        .Build();
+  };
+  ads_->Publish(snapshot(0));
+  std::atomic<bool> stop{false};
+  std::thread publisher([&] {
+    for (int generation = 1; !stop; ++generation) {
+      ads_->Publish(snapshot(generation));
+      (void)ads_->Stats();
+    }
+  });
+  for (int i = 0; i < 20; ++i) {
+    // EXPECT, not ASSERT: the publisher must be joined.
+    auto client = Open(/*read=*/i % 2 == 0);
+    EXPECT_TRUE(client->Send(Request({.type_url = kCds, .node_id = "n" + std::to_string(i)})));
+    EXPECT_TRUE(client->Send(Request({.type_url = kEds, .names = {"c"}})));
+    if (i % 2 == 0) {
+      EXPECT_TRUE(client->Next().has_value());
+    }
+  }  // each client cancels its stream as it goes
+  stop = true;
+  publisher.join();
+  EXPECT_TRUE(WaitUntil([&] { return ads_->Stats().connected_streams == 0; }));
 }
 
 TEST_F(AdsFixture, ShutdownWithOpenStreamsDoesNotHang) {
