@@ -113,22 +113,35 @@ cluster::Cluster EdsCluster(const std::string& name, bool http2, uint32_t connec
   return c;
 }
 
+// Hosts grouped by weight, one locality per weight carrying weight x hosts:
+// gRPC 1.51 ignores endpoint weights, picks a locality at random in
+// proportion to its weight and then goes round robin inside it. Grouping
+// keeps equal hosts in one round-robin locality (a random pick per request
+// leaves a busy fleet's hosts idle now and then: about 1 in 9 requests'
+// worth at 2 hosts with 4 requests each in flight), and still shifts load
+// between hosts whose weights differ. Envoy uses the endpoint weights.
 endpoint::ClusterLoadAssignment Assignment(const std::string& name,
                                            const std::vector<const HostStatus*>& hosts,
                                            uint32_t port_override, const std::string& zone) {
   endpoint::ClusterLoadAssignment cla;
   cla.set_cluster_name(name);
-  for (const HostStatus* h : hosts) {
+  std::map<uint32_t, std::vector<const HostStatus*>, std::greater<>> by_weight;
+  for (const HostStatus* h : hosts) by_weight[h->weight].push_back(h);
+  for (const auto& [weight, group] : by_weight) {
     auto* locality = cla.add_endpoints();
     locality->mutable_locality()->set_zone(zone);
-    locality->mutable_locality()->set_sub_zone(h->endpoint.id());
-    locality->mutable_load_balancing_weight()->set_value(h->weight);
-    auto* lb = locality->add_lb_endpoints();
-    auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
-    socket->set_address(h->address);
-    socket->set_port_value(port_override != 0 ? port_override : h->endpoint.port);
-    lb->set_health_status(core::HEALTHY);
-    lb->mutable_load_balancing_weight()->set_value(h->weight);
+    locality->mutable_locality()->set_sub_zone("weight-" + std::to_string(weight));
+    locality->mutable_load_balancing_weight()->set_value(weight *
+                                                         static_cast<uint32_t>(group.size()));
+    for (const HostStatus* h : group) {
+      auto* lb = locality->add_lb_endpoints();
+      auto* socket = lb->mutable_endpoint()->mutable_address()->mutable_socket_address();
+      socket->set_address(h->address);
+      socket->set_port_value(port_override != 0 ? port_override : h->endpoint.port);
+      lb->mutable_endpoint()->set_hostname(h->endpoint.id());
+      lb->set_health_status(core::HEALTHY);
+      lb->mutable_load_balancing_weight()->set_value(weight);
+    }
   }
   return cla;
 }

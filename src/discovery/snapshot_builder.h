@@ -17,11 +17,13 @@
 // that port, RouteConfiguration "inferd_http" matching /v2/models/<m> and
 // /v2/models/<m>/..., Listener "inferd_http" on envoy_http_port.
 //
-// Endpoints: one locality per host (sub_zone = host id) carrying the host's
-// weight, because gRPC 1.51 ignores per-endpoint weights and balances
-// across localities by their weights; the endpoint carries the same weight
-// for Envoy, whose round robin uses endpoint weights. Hosts that are not
-// ready are left out (clients ignore anything but HEALTHY anyway).
+// Endpoints: each carries its host's weight (Envoy's round robin uses it)
+// and its id as hostname. gRPC 1.51 ignores endpoint weights: it picks a
+// locality at random by locality weight, then round robin inside it; so
+// hosts of equal weight share one locality (sub_zone "weight-<w>", locality
+// weight w x hosts), which keeps an evenly loaded fleet on plain round
+// robin. Hosts that are not ready are left out (clients ignore anything but
+// HEALTHY anyway).
 //
 // `linger_models`: models that just disappeared from every host. Their
 // clusters stay (with no endpoints) while the route to them is already gone,

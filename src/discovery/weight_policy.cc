@@ -31,7 +31,9 @@ std::vector<uint32_t> ComputeWeights(const std::vector<HostLoad>& hosts,
   const double floor_us = std::max(options.floor_us, 1.0);
   for (const auto& h : hosts) {
     double share = (floor_us + least) / (floor_us + ExpectedWaitUs(h, options));
-    auto w = static_cast<uint32_t>(std::lround(share * kMaxWeight));
+    // Steps of a tenth: hosts under similar load get equal weights, which
+    // clients can balance round robin (snapshot_builder.h).
+    auto w = static_cast<uint32_t>(std::lround(share * 10)) * (kMaxWeight / 10);
     w = std::clamp(w, kMinWeight, kMaxWeight);
     if (h.previous_weight != 0) {
       double change = std::abs(static_cast<double>(w) - h.previous_weight) / h.previous_weight;

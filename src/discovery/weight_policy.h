@@ -10,7 +10,8 @@
 //
 // Weight: the least loaded ready host gets kMaxWeight; a host whose
 // expected wait is k times larger (above a floor that absorbs noise) gets
-// about 1/k of it, never less than kMinWeight, so one slow scrape cannot
+// about 1/k of it, in steps of a tenth (so hosts under similar load get the
+// same weight), never less than kMinWeight, so one slow scrape cannot
 // starve a host and the weights of an idle fleet stay equal. A new weight
 // replaces the previous one only when it differs by more than the
 // hysteresis fraction, so balancers are not re-sent near-identical

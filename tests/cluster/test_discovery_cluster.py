@@ -377,8 +377,9 @@ def main():
         repo = os.path.join(tmp, "models")
         write_repository(repo)
         extra = ["--drain-delay-secs", str(DRAIN_DELAY), "--model-control-mode", "explicit",
-                 "--load-model", "delay", "--load-model", "simple",
-                 "--model-unload-delay-secs", str(UNLOAD_DELAY)]
+                 "--load-model", "delay", "--load-model", "simple"]
+        if "--model-unload-delay-secs" in tc.help_text():
+            extra += ["--model-unload-delay-secs", str(UNLOAD_DELAY)]
         for i in (1, 2, 3):
             hosts.append(tc.Host(net, i, repo, tmp, extra).start())
         hosts_file = os.path.join(tmp, "hosts")

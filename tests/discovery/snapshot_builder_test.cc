@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "envoy_cluster.pb.h"
 #include "envoy_endpoint.pb.h"
 #include "envoy_http_connection_manager.pb.h"
@@ -51,18 +54,27 @@ std::vector<std::string> Names(const XdsSnapshot& s, std::string_view type) {
   return names;
 }
 
-// "ip:port" of each endpoint with its locality weight.
+// "ip:port" of each endpoint with its weight; checks the grouping: one
+// locality per weight, with weight x hosts.
 std::vector<std::pair<std::string, uint32_t>> Endpoints(
     const endpoint::ClusterLoadAssignment& cla) {
   std::vector<std::pair<std::string, uint32_t>> out;
+  std::set<uint32_t> weights;
   for (const auto& locality : cla.endpoints()) {
-    EXPECT_EQ(locality.lb_endpoints_size(), 1);
-    const auto& sa = locality.lb_endpoints(0).endpoint().address().socket_address();
-    EXPECT_EQ(locality.locality().sub_zone(), sa.address() + ":" + std::to_string(sa.port_value()));
-    EXPECT_EQ(locality.lb_endpoints(0).load_balancing_weight().value(),
-              locality.load_balancing_weight().value());
-    out.emplace_back(locality.locality().sub_zone(), locality.load_balancing_weight().value());
+    EXPECT_GE(locality.lb_endpoints_size(), 1);
+    const uint32_t w = locality.lb_endpoints(0).load_balancing_weight().value();
+    EXPECT_TRUE(weights.insert(w).second) << "two localities of weight " << w;
+    EXPECT_EQ(locality.locality().sub_zone(), "weight-" + std::to_string(w));
+    EXPECT_EQ(locality.load_balancing_weight().value(), w * locality.lb_endpoints_size());
+    for (const auto& lb : locality.lb_endpoints()) {
+      const auto& sa = lb.endpoint().address().socket_address();
+      EXPECT_EQ(lb.endpoint().hostname(), sa.address() + ":" + std::to_string(sa.port_value()));
+      EXPECT_EQ(lb.load_balancing_weight().value(), w);
+      EXPECT_EQ(lb.health_status(), envoy::config::core::v3::HEALTHY);
+      out.emplace_back(lb.endpoint().hostname(), w);
+    }
   }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -201,6 +213,20 @@ TEST_F(SnapshotBuilderTest, SameInputSameBytes) {
   EXPECT_NE(a.Of(kClusterLoadAssignmentType), c.Of(kClusterLoadAssignmentType));
 }
 
+TEST_F(SnapshotBuilderTest, HostsOfEqualWeightShareALocality) {
+  hosts_[1].weight = 100;
+  hosts_.push_back(Host("10.0.0.4", 8001, true, {"simple"}, 30));
+  const XdsSnapshot s = BuildSnapshot(hosts_, {}, options_);
+  auto cla = Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType, "inferd");
+  ASSERT_EQ(cla.endpoints_size(), 2);
+  EXPECT_EQ(cla.endpoints(0).lb_endpoints_size(), 2);  // the two hosts of weight 100
+  EXPECT_EQ(cla.endpoints(0).load_balancing_weight().value(), 200u);
+  EXPECT_EQ(cla.endpoints(1).load_balancing_weight().value(), 30u);
+  using E = std::vector<std::pair<std::string, uint32_t>>;
+  EXPECT_EQ(Endpoints(cla),
+            (E{{"10.0.0.1:8001", 100}, {"10.0.0.2:8001", 100}, {"10.0.0.4:8001", 30}}));
+}
+
 TEST_F(SnapshotBuilderTest, AThousandHostsInOneAssignment) {
   std::vector<HostStatus> many;
   for (int i = 0; i < 1000; ++i) {
@@ -208,9 +234,10 @@ TEST_F(SnapshotBuilderTest, AThousandHostsInOneAssignment) {
                         true, {"simple"}, 10 + i % 91));
   }
   const XdsSnapshot s = BuildSnapshot(many, {}, options_);
-  EXPECT_EQ(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType, "inferd/simple")
-                .endpoints_size(),
-            1000);
+  EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
+                                                              "inferd/simple"))
+                .size(),
+            1000u);
 }
 
 }  // namespace
