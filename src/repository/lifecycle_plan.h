@@ -11,6 +11,12 @@
 //   MarkLoading / CommitLoad / RecordFailure / MarkUnloaded: the records
 //   before and after the work.
 //
+// A delayed unload (--model-unload-delay-secs): the unload plan says
+// `delay`; its versions go UNLOADING at once (MarkUnloading: not ready, still
+// serving) and the manager asks again when the delay is over (kUnload /
+// kForget without delay). A load of the model meanwhile, or a poll pass that
+// lists it again, says `cancel_unload` (CancelUnloading: READY again).
+//
 // Threading: pure; safe from any thread. Errors are data (`reason`).
 #pragma once
 
@@ -46,8 +52,16 @@ struct LoadedModel {
 };
 using LoadedModels = std::map<std::string, LoadedModel>;
 
-// True if some version is READY.
+// READY and UNLOADING versions serve requests; only READY ones are ready.
+constexpr bool Serves(ModelState state) {
+  return state == ModelState::kReady || state == ModelState::kUnloading;
+}
+
+// True if some version serves (READY or UNLOADING).
 bool IsServing(const LoadedModel& model);
+
+// True if some version is UNLOADING: a delayed unload is pending.
+bool IsUnloading(const LoadedModel& model);
 
 // What the source(s) hold for one listed model, as far as planning needs.
 struct SourceModel {
@@ -67,15 +81,20 @@ struct LifecycleRequest {
     kLoad,     // load or reload `names[0]` (explicit mode)
     kUnload,   // take every version of `names[0]` out of service
     kPoll,     // one poll pass: load new and changed models, forget removed ones
+    kForget,   // forget `names[0]` (a delayed removal from the repository is due)
   };
   Kind kind = Kind::kPoll;
   std::vector<std::string> names;
   bool all_listed = false;       // kStartup
   bool config_override = false;  // kLoad: the caller gives the config; always reloads
+  // kUnload, kPoll: a model that serves is taken out of service after a
+  // delay (ModelPlan::delay) rather than at once.
+  bool delay_unload = false;
 };
 
 enum class ModelAction {
-  kKeep,    // nothing to do: unchanged and serving, or unloading an unknown model
+  kKeep,    // nothing to do: unchanged and serving, unloading an unknown model, or a
+            // delayed unload of a model already UNLOADING (the pending one stands)
   kLoad,    // read the config, then PlanVersions; after it: load `load`, retire `retire`
   kUnload,  // retire `retire`, every version UNAVAILABLE "unloaded"; the record stays
   kForget,  // as kUnload, then drop the record (the model left the repository)
@@ -88,7 +107,13 @@ struct ModelPlan {
   ModelAction action = ModelAction::kKeep;
   std::string reason;        // kFail, kReject
   std::set<int64_t> load;    // kLoad after PlanVersions: versions to load anew
-  std::set<int64_t> retire;  // versions READY now that go out of service
+  std::set<int64_t> retire;  // versions serving now that go out of service
+  // kUnload, kForget: `retire` goes UNLOADING now (MarkUnloading); the
+  // unload itself is asked again when the delay is over.
+  bool delay = false;
+  // kKeep, kLoad, kFail: the model is UNLOADING; its pending unload is
+  // cancelled first (CancelUnloading), whatever the load then does.
+  bool cancel_unload = false;
   // kFail, kReject: the model could not be read from its source (not
   // listed, a listing problem, a config that cannot be read or parsed):
   // Triton's "failed to poll from model repository", as against a model
@@ -107,7 +132,10 @@ struct ModelPlan {
 // without override of a model whose fingerprint is unchanged, with no
 // failure and every version READY is kept; a poll pass keeps a model whose
 // recorded fingerprint is non-empty and equal, forgets recorded models no
-// longer listed and loads the rest.
+// longer listed and loads the rest. With `delay_unload`, an unload or forget
+// of a model that serves is delayed (`delay`), and one of a model already
+// UNLOADING is kept; a load or poll of an UNLOADING model cancels the unload
+// (a model otherwise unchanged is then kept: its versions are READY again).
 std::vector<ModelPlan> PlanModels(const LifecycleRequest& request, const SourceModels& source,
                                   const LoadedModels& loaded);
 
@@ -128,8 +156,8 @@ struct PreparedModel {
 // was unreadable), or with "at least one version
 // must be available under the version policy of model 'x'" when none is
 // wanted; else kLoad of every wanted version (a READY one is loaded anew and
-// keeps serving until its replacement is READY) and retirement of the READY
-// versions no longer wanted.
+// keeps serving until its replacement is READY) and retirement of the
+// serving versions no longer wanted.
 ModelPlan PlanVersions(const std::string& name, const PreparedModel& prepared,
                        const LoadedModel* loaded);
 
@@ -151,5 +179,12 @@ void RecordFailure(const std::string& reason, LoadedModel& model);
 // A kUnload or kForget: every version UNAVAILABLE "unloaded"; fingerprint and
 // failure cleared.
 void MarkUnloaded(LoadedModel& model);
+
+// A delayed kUnload or kForget: the READY versions become UNLOADING (they
+// still serve; readiness and the index say UNLOADING).
+void MarkUnloading(LoadedModel& model);
+
+// `cancel_unload`: the UNLOADING versions are READY again.
+void CancelUnloading(LoadedModel& model);
 
 }  // namespace inferd

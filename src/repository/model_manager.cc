@@ -1,6 +1,7 @@
 #include "repository/model_manager.h"
 
 #include <algorithm>
+#include <future>
 
 #include "core/log.h"
 #include "core/sanitize.h"
@@ -50,9 +51,17 @@ bool Concerns(const LifecycleRequest& request, const std::string& name) {
 
 ModelManager::ModelManager(ModelManagerOptions options) : options_(std::move(options)) {
   reaper_ = std::thread([this] { ReaperLoop(); });
+  if (options_.unload_delay.count() > 0) delayer_ = std::thread([this] { DelayLoop(); });
 }
 
 ModelManager::~ModelManager() {
+  {
+    MutexLock lock(mu_);
+    delayer_stop_ = true;
+    hurry_ = true;  // the pending unloads are done now, their waiters answered
+  }
+  delayer_cv_.NotifyAll();
+  if (delayer_.joinable()) delayer_.join();
   StopAll();
   {
     MutexLock lock(reaper_mu_);
@@ -114,16 +123,34 @@ Status ModelManager::LoadFiles(const std::string& name,
   return Execute(request, observed, LoadInput{source, config_json, *written});
 }
 
+void ModelManager::Unload(const std::string& name, UnloadDone done) {
+  Status s;
+  {
+    MutexLock load_lock(load_mu_);
+    const std::optional<std::string> no_config;
+    LifecycleRequest request{LifecycleRequest::Kind::kUnload, {name}, false, false};
+    request.delay_unload = options_.unload_delay.count() > 0;
+    s = Execute(request, {}, LoadInput{*options_.source, no_config, nullptr});
+    MutexLock lock(mu_);
+    if (auto pending = pending_.find(name); s.ok() && pending != pending_.end()) {
+      pending->second.waiters.push_back(std::move(done));  // answered when it is done
+      return;
+    }
+  }
+  done(std::move(s));
+}
+
 Status ModelManager::Unload(const std::string& name) {
-  MutexLock load_lock(load_mu_);
-  const std::optional<std::string> no_config;
-  return Execute(LifecycleRequest{LifecycleRequest::Kind::kUnload, {name}, false, false}, {},
-                 LoadInput{*options_.source, no_config, nullptr});
+  std::promise<Status> answer;
+  auto unloaded = answer.get_future();
+  Unload(name, [&answer](Status s) { answer.set_value(std::move(s)); });
+  return unloaded.get();
 }
 
 Status ModelManager::PollOnce() {
   LifecycleRequest request;
   request.kind = LifecycleRequest::Kind::kPoll;
+  request.delay_unload = options_.unload_delay.count() > 0;
   MutexLock load_lock(load_mu_);
   auto source = Observe(request);
   if (!source.ok()) return source.status();  // unreadable now; the next pass retries
@@ -175,6 +202,7 @@ LoadedModels ModelManager::Snapshot() const {
 
 Status ModelManager::Apply(const ModelPlan& plan, const SourceModels& source,
                            const LoadInput& input) {
+  if (plan.cancel_unload) CancelUnload(plan.name);
   switch (plan.action) {
     case ModelAction::kKeep:
       return Status::Ok();
@@ -184,7 +212,11 @@ Status ModelManager::Apply(const ModelPlan& plan, const SourceModels& source,
       return ApplyFailure(plan);
     case ModelAction::kUnload:
     case ModelAction::kForget:
-      ApplyUnload(plan);
+      if (plan.delay) {
+        ApplyUnloadLater(plan);
+      } else {
+        ApplyUnload(plan);
+      }
       return Status::Ok();
     case ModelAction::kLoad:
       return ApplyLoad(plan.name, source.at(plan.name).fingerprint, input);
@@ -333,10 +365,11 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
   const auto& versions = it->second.status.versions;
   const auto& runtimes = it->second.runtimes;
   if (version < 0) {
-    for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
-      auto runtime = runtimes.find(v->first);
-      if (v->second.state == ModelState::kReady && runtime != runtimes.end()) {
-        return runtime->second;
+    // The highest READY version; else the highest still serving (UNLOADING).
+    for (ModelState state : {ModelState::kReady, ModelState::kUnloading}) {
+      for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
+        auto runtime = runtimes.find(v->first);
+        if (v->second.state == state && runtime != runtimes.end()) return runtime->second;
       }
     }
     return NotFound(UnknownModel(name) + " has no available versions");
@@ -346,14 +379,14 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
     return NotFound(UnknownModel(name) + " version " + std::to_string(version) + " is not found");
   }
   auto runtime = runtimes.find(version);
-  if (v->second.state != ModelState::kReady || runtime == runtimes.end()) {
+  if (!Serves(v->second.state) || runtime == runtimes.end()) {
     return Unavailable(UnknownModel(name) + " version " + std::to_string(version) +
                        " is not at ready state");
   }
   return runtime->second;
 }
 
-std::vector<std::shared_ptr<ModelVersion>> ModelManager::ReadyVersionsOf(
+std::vector<std::shared_ptr<ModelVersion>> ModelManager::ServingVersionsOf(
     const std::string& name) const {
   std::vector<std::shared_ptr<ModelVersion>> out;
   MutexLock lock(mu_);
@@ -361,7 +394,7 @@ std::vector<std::shared_ptr<ModelVersion>> ModelManager::ReadyVersionsOf(
     if (!name.empty() && model != name) continue;
     for (const auto& [v, vs] : rec.status.versions) {
       auto runtime = rec.runtimes.find(v);
-      if (vs.state == ModelState::kReady && runtime != rec.runtimes.end()) {
+      if (Serves(vs.state) && runtime != rec.runtimes.end()) {
         out.push_back(runtime->second);
       }
     }
@@ -374,13 +407,23 @@ bool ModelManager::Knows(const std::string& name) const {
   return models_.count(name) > 0;
 }
 
-std::vector<int64_t> ModelManager::ReadyVersions(const std::string& name) const {
+bool ModelManager::IsReady(const std::string& name, int64_t version) const {
+  MutexLock lock(mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) return false;
+  for (const auto& [v, vs] : it->second.status.versions) {
+    if ((version < 0 || v == version) && vs.state == ModelState::kReady) return true;
+  }
+  return false;
+}
+
+std::vector<int64_t> ModelManager::ServingVersions(const std::string& name) const {
   std::vector<int64_t> out;
   MutexLock lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return out;
   for (const auto& [v, vs] : it->second.status.versions) {
-    if (vs.state == ModelState::kReady) out.push_back(v);
+    if (Serves(vs.state)) out.push_back(v);
   }
   return out;
 }
@@ -415,7 +458,7 @@ bool ModelManager::AllReady() const {
   for (const auto& [name, rec] : models_) {
     if (!rec.status.failure.empty()) return false;
     for (const auto& [v, vs] : rec.status.versions) {
-      if (vs.state != ModelState::kReady && vs.reason != "unloaded") return false;
+      if (!Serves(vs.state) && vs.reason != "unloaded") return false;
     }
   }
   return true;

@@ -11,10 +11,14 @@
 // lock); readers (Get, Index, ...) never wait for a load: they take a
 // snapshot under the short state lock. Versions taken out of service are
 // stopped on a background reaper thread, so in-flight requests finish after
-// an unload returns. The poll thread is RepositoryPoller's.
+// an unload returns. The poll thread is RepositoryPoller's. With an unload
+// delay, a delayer thread unloads UNLOADING models when their delay is over
+// (model_unload_delay.cc).
 #pragma once
 
+#include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,6 +51,10 @@ struct ModelManagerOptions {
   int gpu_count = 0;
   StatsHistogramOptions histograms;  // of every loaded version's statistics
   InferFunction ensemble_infer;      // how ensemble steps reach their models
+  // --model-unload-delay-secs: an unload, or a poll pass's removal, of a
+  // model that serves first makes it UNLOADING (not ready, still serving)
+  // for this long, on `clock`; 0: at once.
+  std::chrono::microseconds unload_delay{0};
 };
 
 struct ModelIndexEntry {
@@ -87,8 +95,26 @@ class ModelManager {
   Status Load(const std::string& name, const std::optional<std::string>& config_json,
               const ModelFiles& files = {});
 
-  // Takes every version of a model out of service.
+  // Takes every version of a model out of service; `done` is called once the
+  // model is unloaded (its in-flight requests finish afterwards, on the
+  // reaper). With an unload delay and a model that serves, the versions are
+  // UNLOADING at once (not ready; requests still served) and `done` is
+  // called when the delay is over and the unload is done, on the delayer
+  // thread: OK, or ABORTED when a load of the model cancelled the unload
+  // meanwhile. A second unload of an UNLOADING model waits for the pending
+  // one. Otherwise `done` is called before this returns. `done` must not
+  // block.
+  using UnloadDone = std::function<void(Status)>;
+  void Unload(const std::string& name, UnloadDone done) INFERD_EXCLUDES(load_mu_, mu_);
+  // The same, returning when `done` would be called.
   Status Unload(const std::string& name);
+
+  // Shutdown: pending delayed unloads are due now (and later ones at once);
+  // returns without waiting for them. Idempotent.
+  void EndUnloadDelays() INFERD_EXCLUDES(mu_);
+  // Waits until no delayed unload is pending (after EndUnloadDelays: until
+  // they are done), so that StopAll does not race the unloads.
+  void AwaitUnloads() INFERD_EXCLUDES(mu_);
 
   // One poll pass: loads added and changed models, unloads removed ones.
   // When the source cannot be listed, changes nothing (every loaded model
@@ -96,26 +122,32 @@ class ModelManager {
   // failures are the models' states).
   Status PollOnce();
 
-  // The version to serve: `version` < 0 means the highest READY version.
+  // The version to serve: `version` < 0 means the highest READY version, or
+  // without one the highest UNLOADING one (UNLOADING versions still serve).
   // Errors: NOT_FOUND "Request for unknown model: ..." for unknown models,
-  // versions, or no ready version; UNAVAILABLE for a known version that is
-  // not ready.
+  // versions, or no serving version; UNAVAILABLE for a known version that
+  // does not serve.
   StatusOr<std::shared_ptr<ModelVersion>> Get(const std::string& name, int64_t version) const;
 
   // True if the manager has a record of the model (loaded, loading or
   // failed), ready or not.
   bool Knows(const std::string& name) const;
 
-  // READY versions of a model, ascending.
-  std::vector<int64_t> ReadyVersions(const std::string& name) const;
+  // Whether the version (`version` < 0: some version) is READY; an
+  // UNLOADING version serves but is not ready.
+  bool IsReady(const std::string& name, int64_t version) const;
+
+  // The versions of a model that serve (READY or UNLOADING), ascending.
+  std::vector<int64_t> ServingVersions(const std::string& name) const;
 
   std::vector<ModelIndexEntry> Index(bool ready_only) const;
 
-  // Every READY version (of one model when `name` is non-empty), ordered by
-  // model name then version.
-  std::vector<std::shared_ptr<ModelVersion>> ReadyVersionsOf(const std::string& name) const;
+  // Every serving version (READY or UNLOADING; of one model when `name` is
+  // non-empty), ordered by model name then version.
+  std::vector<std::shared_ptr<ModelVersion>> ServingVersionsOf(const std::string& name) const;
 
-  // True when every known version is READY (unloaded ones ignored).
+  // True when every known version is READY (unloaded and UNLOADING ones
+  // ignored: they leave on purpose).
   bool AllReady() const;
 
   // Failed load attempts per model name since start (metrics), for every
@@ -135,6 +167,12 @@ class ModelManager {
     std::map<int64_t, std::shared_ptr<ModelVersion>> runtimes;  // the READY versions
   };
   using Retired = std::vector<std::shared_ptr<ModelVersion>>;
+  // A delayed unload: due at `deadline`; kUnload or kForget; who waits.
+  struct PendingUnload {
+    Clock::TimePoint deadline;
+    ModelAction action = ModelAction::kUnload;
+    std::vector<UnloadDone> waiters;
+  };
   using LoadResults = std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>>;
 
   // Where a load reads models from: the repository, or a load call's files.
@@ -170,6 +208,13 @@ class ModelManager {
       INFERD_EXCLUDES(mu_);
   Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  // A plan's `delay`: the model goes UNLOADING, its unload due later.
+  void ApplyUnloadLater(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  // A plan's `cancel_unload`: READY again; the waiters hear ABORTED.
+  void CancelUnload(const std::string& name) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  // The delayer thread, and the unload it does when one is due.
+  void DelayLoop() INFERD_EXCLUDES(load_mu_, mu_);
+  void UnloadDue(const std::string& name) INFERD_EXCLUDES(load_mu_, mu_);
   void Retire(Retired runtimes) INFERD_EXCLUDES(reaper_mu_);
   void ReaperLoop() INFERD_EXCLUDES(reaper_mu_);
 
@@ -179,6 +224,11 @@ class ModelManager {
   mutable Mutex mu_;
   std::map<std::string, ModelRecord> models_ INFERD_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> load_failures_ INFERD_GUARDED_BY(mu_);
+  std::map<std::string, PendingUnload> pending_ INFERD_GUARDED_BY(mu_);
+  bool hurry_ INFERD_GUARDED_BY(mu_) = false;         // EndUnloadDelays: all due now
+  bool delayer_stop_ INFERD_GUARDED_BY(mu_) = false;  // the destructor
+  CondVar delayer_cv_;                                // with mu_: pending_ changed
+  std::thread delayer_;                               // with an unload delay
 
   Mutex reaper_mu_;
   CondVar reaper_cv_;

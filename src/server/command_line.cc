@@ -136,6 +136,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"model-control-mode", ControlMode(s.control_mode)},
       {"load-model", Append(s.startup_models)},
       {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
+      {"model-unload-delay-secs", Integer(s.model_unload_delay_secs, 0, 86400)},
       {"repository-follow-external-symlinks", Boolean(s.follow_external_symlinks)},
       {"strict-readiness", Boolean(s.strict_readiness)},
       {"model-cache-dir", String(s.model_cache_dir)},
@@ -260,6 +261,9 @@ Model repository
   --model-control-mode=<mode>    none (default) | poll | explicit
   --load-model=<name>            model to load at start in explicit mode (repeatable; * = all)
   --repository-poll-secs=<s>     poll interval in poll mode (default 15)
+  --model-unload-delay-secs=<s>  a model to unload (unload API, removed from a polled
+                                 repository) is UNLOADING, not ready but still serving, this
+                                 long before it is unloaded (default 0: at once)
   --repository-follow-external-symlinks=<bool>
                                  follow symbolic links (model and version directories, files)
                                  whose target lies outside every model repository (default

@@ -92,7 +92,8 @@ void ControlPlane::Unload(std::string_view repository, const std::string& name,
   if (s.ok()) s = CheckModelName(name);
   if (s.ok()) s = CheckUnloadParameters(parameters);
   if (!s.ok()) return done(s);
-  worker_.Post([this, name] { return server_.UnloadModel(name); }, std::move(done));
+  worker_.PostAsync([this, name](Done unloaded) { server_.UnloadModel(name, std::move(unloaded)); },
+                    std::move(done));
 }
 
 Status ControlPlane::CheckClientShm() const {

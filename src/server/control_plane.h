@@ -11,7 +11,10 @@
 //
 // Threading: every method may be called from any thread. Nothing here
 // blocks on loading or on a device: Load, Unload and RegisterCudaShm return
-// at once and call `done` exactly once, on the worker thread, or on the
+// at once and call `done` exactly once, on the worker thread (a delayed
+// unload, --model-unload-delay-secs: on the model manager's delayer thread
+// when the delay is over, the worker meanwhile free for other calls, so
+// that a load can cancel the unload), or on the
 // calling thread before they return when the call is refused up front
 // (named repository, bad model name, bad parameter, client shared memory
 // disabled) or the server is shutting down. `done` must not block. Stop()
@@ -71,6 +74,8 @@ class ControlPlane {
   // a mistyped one "load parameter 'config' must be a string, got ...".
   // Checked in this order: repository, name, parameters; then the call is
   // queued and InferenceServer::LoadModel / UnloadModel run on the worker.
+  // Unload answers when the model is unloaded: with an unload delay, after
+  // it (ABORTED if a load of the model cancelled the unload meanwhile).
   // Load failures are ModelManager::Load's (Triton's words and codes).
   void Load(std::string_view repository, const std::string& name, Parameters parameters, Done done);
   void Unload(std::string_view repository, const std::string& name, const Parameters& parameters,

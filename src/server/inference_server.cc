@@ -28,6 +28,7 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
   mo.source = MakeRepositorySource(options_.repositories, ro);
   mo.clock = RealClock::Get();
   mo.mode = options_.control_mode;
+  mo.unload_delay = std::chrono::seconds(options_.model_unload_delay_secs);
   mo.startup_models = options_.startup_models;
   shared_memory_.set_cuda(cuda_shared_memory_.get());
   mo.registry = registry_.get();
@@ -138,9 +139,15 @@ void InferenceServer::Stop() {
   }
   retry_cv_.NotifyAll();
   if (retry_.joinable()) retry_.join();
-  control_.Stop();  // no load runs while the models stop
+  if (manager_) manager_->EndUnloadDelays();  // the unload calls waiting are answered soon
+  control_.Stop();                            // no load runs while the models stop
   if (poller_) poller_->Stop();
-  if (manager_) manager_->StopAll();
+  if (manager_) {
+    // Delayed unloads end before the models stop: a version is stopped once
+    // (by the reaper after its unload, or here), never by both at a time.
+    manager_->AwaitUnloads();
+    manager_->StopAll();
+  }
 }
 
 bool InferenceServer::IsReady() const {
@@ -156,7 +163,7 @@ Status InferenceServer::CheckModel(const std::string& name, int64_t version) con
 StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t version) const {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
-  if (mv.ok()) return true;
+  if (mv.ok()) return manager_->IsReady(name, version);  // UNLOADING: serving, not ready
   if (mv.status().code() == StatusCode::kUnavailable) return false;
   // A model that is known but has no ready version (failed or unloaded) is
   // "not ready", not "unknown", unless a specific unknown version was asked.
@@ -175,7 +182,7 @@ StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& nam
   if (version >= 0) {
     md.versions.push_back(std::to_string(version));
   } else {
-    for (int64_t v : manager_->ReadyVersions(name)) md.versions.push_back(std::to_string(v));
+    for (int64_t v : manager_->ServingVersions(name)) md.versions.push_back(std::to_string(v));
   }
   md.platform = spec.platform.empty() ? spec.backend : spec.platform;
   auto convert = [&](const std::vector<TensorSpec>& in, std::vector<TensorMetadata>& out) {
@@ -209,13 +216,13 @@ StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std:
                                                                       int64_t version) const {
   if (!name.empty()) INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   std::vector<ModelStatistics> out;
-  for (const auto& mv : manager_->ReadyVersionsOf(name)) {
+  for (const auto& mv : manager_->ServingVersionsOf(name)) {
     if (version >= 0 && mv->version() != version) continue;
     out.push_back(ModelStatistics{mv->spec().name, mv->version(), mv->stats().Snapshot(),
                                   mv->load_seconds()});
   }
   if (!name.empty() && out.empty()) {
-    if (version >= 0 && !manager_->ReadyVersionsOf(name).empty()) {
+    if (version >= 0 && !manager_->ServingVersionsOf(name).empty()) {
       return InvalidArgument("requested model version is not available for model '" + name + "'");
     }
     return InvalidArgument("requested model '" + name + "' is not available");
@@ -256,12 +263,12 @@ Status InferenceServer::LoadModel(const std::string& name,
   return Status(s.code(), RedactPaths(s.message(), ServerPaths()));
 }
 
-Status InferenceServer::UnloadModel(const std::string& name) {
-  INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
+void InferenceServer::UnloadModel(const std::string& name, std::function<void(Status)> done) {
+  if (Status s = ControlPlane::CheckModelName(name); !s.ok()) return done(s);
   if (manager_->mode() != ModelControlMode::kExplicit) {
-    return Unavailable("explicit model load / unload is not allowed if polling is enabled");
+    return done(Unavailable("explicit model load / unload is not allowed if polling is enabled"));
   }
-  return manager_->Unload(name);
+  manager_->Unload(name, std::move(done));
 }
 
 void InferenceServer::Infer(std::unique_ptr<InferRequest> request,

@@ -42,6 +42,8 @@ struct ServerOptions {
   ModelControlMode control_mode = ModelControlMode::kNone;
   std::vector<std::string> startup_models;
   int repository_poll_secs = 15;
+  // --model-unload-delay-secs (ModelManagerOptions::unload_delay).
+  int model_unload_delay_secs = 0;
   // Follow symbolic links whose target lies outside every repository
   // (--repository-follow-external-symlinks; repository_scan.h).
   bool follow_external_symlinks = false;
@@ -104,6 +106,10 @@ class InferenceServer {
 
   // Readiness turns false at once and stays false; requests still run.
   void BeginShutdown();
+  // Pending delayed unloads (--model-unload-delay-secs) are done now rather
+  // than when their delay ends, so that shutdown does not wait for them;
+  // their unload calls are answered. Stop does it too.
+  void EndUnloadDelays() { manager_->EndUnloadDelays(); }
   // Waits until no request is in flight or `timeout_ms` passes; true if idle.
   bool WaitForIdle(int timeout_ms);
   // Stops the control plane's worker (the running load finishes, queued
@@ -122,7 +128,8 @@ class InferenceServer {
   // inference on it would get.
   Status CheckModel(const std::string& name, int64_t version) const;
 
-  // Model-level queries; `version` < 0 means the latest ready version.
+  // Model-level queries; `version` < 0 means the latest ready version. An
+  // UNLOADING model (--model-unload-delay-secs) serves but is not ready.
   StatusOr<bool> ModelReady(const std::string& name, int64_t version) const;
   StatusOr<ModelMetadata> GetModelMetadata(const std::string& name, int64_t version) const;
   StatusOr<std::string> GetModelConfigJson(const std::string& name, int64_t version) const;
@@ -148,12 +155,14 @@ class InferenceServer {
   // With `redact_paths` (for clients), the repository and backend
   // directories in `reason` read "<server path>"; the log keeps them.
   std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only, bool redact_paths = true) const;
-  // Synchronous (loading may take long): front ends call control().Load /
-  // Unload, which run these on the control plane's worker.
-  // `files`: the load call's model files (ModelManager::Load).
+  // Front ends call control().Load / Unload, which run these on the control
+  // plane's worker. LoadModel is synchronous (loading may take long).
+  // `files`: the load call's model files (ModelManager::Load). UnloadModel
+  // calls `done` when the model is unloaded: before it returns, or after
+  // the unload delay on the manager's delayer thread (ModelManager::Unload).
   Status LoadModel(const std::string& name, const std::optional<std::string>& config_json,
                    const ModelFiles& files = {});
-  Status UnloadModel(const std::string& name);
+  void UnloadModel(const std::string& name, std::function<void(Status)> done);
 
   // The control calls of every front end (load/unload, client shared memory).
   ControlPlane& control() { return control_; }

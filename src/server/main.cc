@@ -155,6 +155,10 @@ void Shutdown(const CommandLine& cl, InferenceServer& server, Services& s) {
     INFERD_LOG(Info) << "draining for " << cl.drain_delay_secs << " s";
     std::this_thread::sleep_for(std::chrono::seconds(cl.drain_delay_secs));
   }
+  // Models UNLOADING (--model-unload-delay-secs) served through the drain;
+  // they unload now, and the unload calls waiting for them are answered
+  // before the front ends wait for their calls to finish.
+  server.EndUnloadDelays();
   if (s.http) {
     s.http->StopAccepting();
     INFERD_VLOG(1) << "HTTP: no longer accepting connections";

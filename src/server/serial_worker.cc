@@ -12,7 +12,19 @@ void SerialWorker::Post(Work work, Done done) {
   {
     MutexLock lock(mu_);
     if (!stopping_) {
-      tasks_.push_back(Task{std::move(work), std::move(done)});
+      tasks_.push_back(Task{std::move(work), nullptr, std::move(done)});
+      cv_.NotifyOne();
+      return;
+    }
+  }
+  done(ShuttingDown());
+}
+
+void SerialWorker::PostAsync(AsyncWork work, Done done) {
+  {
+    MutexLock lock(mu_);
+    if (!stopping_) {
+      tasks_.push_back(Task{nullptr, std::move(work), std::move(done)});
       cv_.NotifyOne();
       return;
     }
@@ -39,7 +51,13 @@ void SerialWorker::Loop() {
     tasks_.pop_front();
     const bool run = !stopping_;
     lock.Unlock();
-    task.done(run ? task.work() : ShuttingDown());
+    if (!run) {
+      task.done(ShuttingDown());
+    } else if (task.async) {
+      task.async(std::move(task.done));
+    } else {
+      task.done(task.work());
+    }
     task = Task{};  // whatever the task captured is released off the lock
     lock.Lock();
   }

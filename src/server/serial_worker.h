@@ -9,6 +9,10 @@
 // thread for work queued but not started, on the calling thread for a Post
 // after Stop). `done` must not block: it delays the work behind it.
 //
+// PostAsync is for work that answers later: `work` is handed `done` and
+// must see it called exactly once, from any thread, now or later; the
+// worker moves on when `work` returns. Refused work is answered as above.
+//
 // Stop lets the running work finish, answers the queued work, and joins
 // the thread. Idempotent; the destructor calls it.
 #pragma once
@@ -27,6 +31,7 @@ class SerialWorker {
  public:
   using Work = std::function<Status()>;
   using Done = std::function<void(Status)>;
+  using AsyncWork = std::function<void(Done)>;
 
   SerialWorker();  // starts the thread
   ~SerialWorker();
@@ -34,6 +39,7 @@ class SerialWorker {
   SerialWorker& operator=(const SerialWorker&) = delete;
 
   void Post(Work work, Done done) INFERD_EXCLUDES(mu_);
+  void PostAsync(AsyncWork work, Done done) INFERD_EXCLUDES(mu_);
   void Stop() INFERD_EXCLUDES(mu_);
 
   // The answer to work refused because the worker is stopping.
@@ -41,7 +47,8 @@ class SerialWorker {
 
  private:
   struct Task {
-    Work work;
+    Work work;        // or
+    AsyncWork async;  // (PostAsync)
     Done done;
   };
   void Loop() INFERD_EXCLUDES(mu_);

@@ -108,6 +108,19 @@ TEST(CommandLineTest, RepositoryLinksAndGrpcConnectionCap) {
   EXPECT_NE(CommandLineUsage().find("--repository-follow-external-symlinks"), std::string::npos);
 }
 
+TEST(CommandLineTest, ModelUnloadDelay) {
+  auto cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.model_unload_delay_secs, 0) << "at once by default";
+  cl = ParseCommandLine({"--model-repository=/m", "--model-unload-delay-secs=20"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.model_unload_delay_secs, 20);
+  auto bad = ParseCommandLine({"--model-repository=/m", "--model-unload-delay-secs=-1"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("model-unload-delay-secs"), std::string::npos);
+  EXPECT_NE(CommandLineUsage().find("--model-unload-delay-secs"), std::string::npos);
+}
+
 TEST(CommandLineTest, RemoteRepositoryFlags) {
   auto cl = ParseCommandLine({"--model-repository=s3://bucket/models", "--model-repository=/m"});
   ASSERT_TRUE(cl.ok()) << cl.status().message();

@@ -137,6 +137,7 @@ class ControlPlaneTest : public ::testing::Test {
     o.repositories = {root_.string()};
     o.control_mode = mode;
     o.allow_client_shm = allow_shm;
+    o.model_unload_delay_secs = unload_delay_secs_;
     auto device = std::make_shared<testing_fakes::FakeDevice>();
     device->devices = gpus;
     o.device_memory = device;
@@ -156,6 +157,7 @@ class ControlPlaneTest : public ::testing::Test {
   }
 
   fs::path root_;
+  int unload_delay_secs_ = 0;
   std::unique_ptr<InferenceServer> server_;
 };
 
@@ -218,6 +220,39 @@ TEST_F(ControlPlaneTest, LoadAndUnloadRunOnTheWorker) {
   EXPECT_EQ(s.code(), StatusCode::kUnavailable);
   EXPECT_EQ(s.message(), "server is shutting down");
   EXPECT_TRUE(sync);
+}
+
+// With an unload delay the unload is answered when the model is unloaded,
+// off the worker: a load meanwhile runs, and cancels the unload; Stop ends
+// the delay rather than waiting for it.
+TEST_F(ControlPlaneTest, ADelayedUnloadLeavesTheWorkerFree) {
+  unload_delay_secs_ = 3600;
+  InferenceServer& server = Start(ModelControlMode::kExplicit, false);
+  ASSERT_TRUE(Run([&](auto done) { server.control().Load("", "simple", {}, done); }).ok());
+  Answer unload;
+  server.control().Unload("", "simple", {}, unload.Callback());
+  // The load is queued behind the unload on the worker, and runs.
+  Status load = Run([&](auto done) { server.control().Load("", "simple", {}, done); });
+  ASSERT_TRUE(load.ok()) << load.message();
+  auto [s, t] = unload.Get();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.message();
+  EXPECT_TRUE(*server.ModelReady("simple", -1));
+
+  Answer again;
+  server.control().Unload("", "simple", {}, again.Callback());
+  auto infer_ok = [&] { return server.CheckModel("simple", -1).ok(); };
+  for (int i = 0; i < 30000 && *server.ModelReady("simple", -1); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_FALSE(*server.ModelReady("simple", -1)) << "UNLOADING";
+  EXPECT_TRUE(infer_ok()) << "still serving";
+  EXPECT_EQ(again.future.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  const auto start = std::chrono::steady_clock::now();
+  server.Stop();
+  auto [s2, t2] = again.Get();
+  EXPECT_TRUE(s2.ok()) << s2.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_FALSE(infer_ok());
 }
 
 TEST_F(ControlPlaneTest, RepositoryRules) {

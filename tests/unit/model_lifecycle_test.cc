@@ -265,7 +265,7 @@ TEST_F(ModelLifecycleTest, ExplicitLoadUnloadAndConfigOverride) {
       R"("output":[{"name":"OUTPUT0","data_type":"TYPE_FP32","dims":[4]},)"
       R"({"name":"OUTPUT1","data_type":"TYPE_FP32","dims":[4]}]})";
   ASSERT_TRUE(manager_->Load("m", override_json).ok());
-  EXPECT_EQ(manager_->ReadyVersions("m"), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(manager_->ServingVersions("m"), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(source_->materialized().back().second, (std::set<int64_t>{1, 2}));
 
   auto held = Serving("m");
