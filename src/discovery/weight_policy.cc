@@ -26,11 +26,14 @@ std::vector<uint32_t> ComputeWeights(const std::vector<HostLoad>& hosts,
   std::vector<uint32_t> weights;
   weights.reserve(hosts.size());
   if (hosts.empty()) return weights;
-  double least = ExpectedWaitUs(hosts.front(), options);
-  for (const auto& h : hosts) least = std::min(least, ExpectedWaitUs(h, options));
-  const double floor_us = std::max(options.floor_us, 1.0);
+  std::vector<double> waits;
+  for (const auto& h : hosts) waits.push_back(ExpectedWaitUs(h, options));
+  std::sort(waits.begin(), waits.end());
+  const size_t n = waits.size();
+  const double median = n % 2 == 1 ? waits[n / 2] : (waits[n / 2 - 1] + waits[n / 2]) / 2;
+  const double allowed = options.band * median + std::max(options.floor_us, 1.0);
   for (const auto& h : hosts) {
-    double share = (floor_us + least) / (floor_us + ExpectedWaitUs(h, options));
+    const double share = std::min(1.0, allowed / (ExpectedWaitUs(h, options) + 1e-9));
     // Steps of a tenth: hosts under similar load get equal weights, which
     // clients can balance round robin (snapshot_builder.h).
     auto w = static_cast<uint32_t>(std::lround(share * 10)) * (kMaxWeight / 10);

@@ -8,14 +8,19 @@
 // smoothed with an exponential moving average so that one odd poll moves a
 // weight only part of the way.
 //
-// Weight: the least loaded ready host gets kMaxWeight; a host whose
-// expected wait is k times larger (above a floor that absorbs noise) gets
-// about 1/k of it, in steps of a tenth (so hosts under similar load get the
-// same weight), never less than kMinWeight, so one slow scrape cannot
-// starve a host and the weights of an idle fleet stay equal. A new weight
+// Weight: balancers already spread requests evenly; weights correct only
+// sustained imbalance, because a load signal seen a poll late and acted on
+// hard makes load swing between hosts (a host that gets fewer requests
+// empties its queue, looks idle, gets all of them...). So a host keeps
+// kMaxWeight while its expected wait is within `band` times the fleet's
+// median (plus a floor that absorbs noise; with two hosts the median is the
+// mean, so the one holding all the queue when another joins stays inside);
+// beyond that its weight falls in proportion (a host at twice the allowed
+// wait gets half), in steps of a
+// tenth so that hosts under similar load share one weight, never below
+// kMinWeight, so one slow scrape cannot starve a host. A new weight
 // replaces the previous one only when it differs by more than the
-// hysteresis fraction, so balancers are not re-sent near-identical
-// assignments every poll.
+// hysteresis fraction.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +32,10 @@ inline constexpr uint32_t kMaxWeight = 100;
 inline constexpr uint32_t kMinWeight = 10;
 
 struct WeightOptions {
-  double smoothing = 0.5;         // EWMA weight of the newest sample, (0, 1]
+  double smoothing = 0.3;         // EWMA weight of the newest sample, (0, 1]
   double floor_us = 2000;         // waits below this count as "no queue"
   double inflight_cost_us = 100;  // added expected wait per request in flight
+  double band = 2.0;              // full weight up to this multiple of the median
   double hysteresis = 0.15;       // keep the old weight within this fraction
 };
 

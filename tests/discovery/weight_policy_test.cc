@@ -20,19 +20,36 @@ struct Row {
 };
 
 TEST(ComputeWeights, Table) {
-  const WeightOptions o;  // floor 2000 us, 100 us per request in flight, 15 % hysteresis
+  const WeightOptions o;  // floor 2000 us, 100 us per request in flight, band 2 x the median
   const std::vector<Row> rows = {
       {"no hosts", {}, {}},
       {"unknown load is no load", {{-1, -1, 0}, {-1, -1, 0}}, {100, 100}},
       {"an idle fleet is balanced", {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}}, {100, 100, 100}},
-      {"noise below the floor barely matters", {{0, 0, 0}, {300, 0, 0}}, {100, 90}},
-      {"weights come in tenths", {{0, 0, 0}, {1000, 0, 0}, {2500, 0, 0}}, {100, 70, 40}},
-      {"twice the expected wait, about half the weight", {{0, 0, 0}, {2000, 0, 0}}, {100, 50}},
-      {"the least loaded host sets the scale", {{2000, 0, 0}, {6000, 0, 0}}, {100, 50}},
-      {"in-flight requests count as wait", {{0, 0, 0}, {0, 20, 0}}, {100, 50}},
-      {"a host that is far behind keeps the minimum", {{0, 0, 0}, {1e9, 0, 0}}, {100, 10}},
-      {"a small change keeps the previous weight", {{0, 0, 100}, {2000, 0, 55}}, {100, 55}},
-      {"a large change replaces it", {{0, 0, 100}, {2000, 0, 80}}, {100, 50}},
+      {"noise below the floor does not matter", {{0, 0, 0}, {1900, 0, 0}}, {100, 100}},
+      // All the queue on the one host of two when the second joins: at 2 x the median
+      // (the mean), inside the band, so the new host does not take every request.
+      {"a joining host does not swing the load", {{550000, 0, 0}, {0, 0, 0}}, {100, 100}},
+      {"a busy fleet with the usual spread",
+       {{150000, 0, 0}, {90000, 0, 0}, {250000, 0, 0}},
+       {100, 100, 100}},
+      {"one slow host among busy equals",
+       {{100000, 0, 0}, {100000, 0, 0}, {800000, 0, 0}},
+       {100, 100, 30}},
+      {"weights come in tenths",
+       {{10000, 0, 0}, {10000, 0, 0}, {10000, 0, 0}, {45000, 0, 0}},
+       {100, 100, 100, 50}},
+      {"in-flight requests count as wait",
+       {{10000, 0, 0}, {10000, 0, 0}, {10000, 200, 0}},
+       {100, 100, 70}},
+      {"a host that is far behind keeps the minimum",
+       {{0, 0, 0}, {0, 0, 0}, {1e9, 0, 0}},
+       {100, 100, 10}},
+      {"a small change keeps the previous weight",
+       {{100000, 0, 100}, {100000, 0, 100}, {800000, 0, 28}},
+       {100, 100, 28}},
+      {"a large change replaces it",
+       {{100000, 0, 100}, {100000, 0, 100}, {800000, 0, 80}},
+       {100, 100, 30}},
   };
   for (const Row& row : rows) {
     EXPECT_EQ(ComputeWeights(row.hosts, o), row.weights) << row.what;
