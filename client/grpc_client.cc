@@ -44,7 +44,7 @@ void AddHeaders(const std::vector<Header>& headers, grpc::ClientContext& ctx,
   for (const auto& [name, value] : headers) {
     std::string key = detail::GrpcMetadataName(name);
     model_set = model_set || key == kModelHeader;
-    ctx.AddMetadata(std::move(key), value);
+    ctx.AddMetadata(key, value);
   }
   if (!model_set && IsRoutableModelName(model)) ctx.AddMetadata(kModelHeader, std::string(model));
 }

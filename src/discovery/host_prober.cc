@@ -125,7 +125,7 @@ HostProber::~HostProber() = default;
 void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
   auto* stub = probe->state->stub.get();
   stub->async()->ServerReady(probe->NewContext(), &probe->ready_request, &probe->ready_response,
-                             [probe, stub](::grpc::Status s) {
+                             [probe, stub](const ::grpc::Status& s) {
                                if (!s.ok()) return probe->Fail("ServerReady", s);
                                if (!probe->ready_response.ready()) {
                                  probe->status.reason = "not ready (draining or starting)";
@@ -134,11 +134,11 @@ void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
                                probe->index_request.set_ready(true);
                                stub->async()->RepositoryIndex(
                                    probe->NewContext(), &probe->index_request,
-                                   &probe->index_response, [probe, stub](::grpc::Status s) {
+                                   &probe->index_response, [probe, stub](const ::grpc::Status& s) {
                                      if (!s.ok()) return probe->Fail("RepositoryIndex", s);
                                      stub->async()->ModelStatistics(
                                          probe->NewContext(), &probe->stats_request,
-                                         &probe->stats_response, [probe](::grpc::Status s) {
+                                         &probe->stats_response, [probe](const ::grpc::Status& s) {
                                            if (!s.ok()) return probe->Fail("ModelStatistics", s);
                                            probe->status.ready = true;
                                            probe->done();
@@ -147,13 +147,13 @@ void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
                              });
 }
 
-std::vector<HostStatus> HostProber::ProbeAll(const HostSet& hosts) {
+// Starts one probe per host (after dropping the state of hosts that left);
+// `done` runs when each ends.
+std::vector<std::shared_ptr<HostProber::Probe>> HostProber::StartRound(
+    const HostSet& hosts, const std::function<void()>& done) {
   for (auto it = hosts_.begin(); it != hosts_.end();) {
     it = hosts.count(it->first) != 0 ? std::next(it) : hosts_.erase(it);
   }
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t pending = 0;
   std::vector<std::shared_ptr<Probe>> probes;
   const auto deadline = std::chrono::system_clock::now() + options_.timeout;
   for (const auto& endpoint : hosts) {
@@ -183,19 +183,73 @@ std::vector<HostStatus> HostProber::ProbeAll(const HostSet& hosts) {
       state->stub = inference::GRPCInferenceService::NewStub(state->channel);
       state->have_totals = false;
     }
-    ++pending;
-    probe->done = [&mu, &cv, &pending] {
-      std::lock_guard<std::mutex> lock(mu);
-      if (--pending == 0) cv.notify_all();
-    };
+    probe->done = done;
   }
   for (const auto& probe : probes) {
     if (probe->done) StartProbe(probe);
   }
+  return probes;
+}
+
+// The status of a host whose probe succeeded: its publishable models and
+// its smoothed load (from the statistics' deltas since the last round).
+void HostProber::ReadAnswers(Probe& probe, Clock::time_point now) {
+  HostState& state = *probe.state;
+  HostStatus& status = probe.status;
+  for (const auto& m : probe.index_response.models()) {
+    if (m.state() != "READY") continue;
+    if (!IsPublishableModelName(m.name())) {
+      INFERD_LOG(Warning) << "host " << status.endpoint.id() << " lists a model named '"
+                          << Bounded(m.name()) << "', which is not published";
+      continue;
+    }
+    status.models.insert(m.name());
+  }
+  const StatTotals totals = Totals(probe.stats_response);
+  if (state.have_totals && totals.queue_count >= state.totals.queue_count &&
+      totals.queue_ns >= state.totals.queue_ns && totals.success_ns >= state.totals.success_ns &&
+      now > state.totals_at) {
+    const uint64_t requests = totals.queue_count - state.totals.queue_count;
+    const double queue_us = requests == 0
+                                ? 0.0
+                                : static_cast<double>(totals.queue_ns - state.totals.queue_ns) /
+                                      1e3 / static_cast<double>(requests);
+    const double wall_ns = std::chrono::duration<double, std::nano>(now - state.totals_at).count();
+    const double inflight =
+        static_cast<double>(totals.success_ns - state.totals.success_ns) / wall_ns;
+    state.queue_us = Smooth(state.queue_us, queue_us, options_.weights.smoothing);
+    state.inflight = Smooth(state.inflight, inflight, options_.weights.smoothing);
+  }
+  state.totals = totals;
+  state.totals_at = now;
+  state.have_totals = true;
+  status.queue_us_per_request = state.queue_us;
+  status.pending_requests = state.inflight;
+}
+
+std::vector<HostStatus> HostProber::ProbeAll(const HostSet& hosts) {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t pending = 0;
+  auto done = [&mu, &cv, &pending] {
+    std::lock_guard<std::mutex> lock(mu);
+    if (--pending == 0) cv.notify_all();
+  };
   {
-    // Every call has the deadline, so this ends by then (plus gRPC's own
-    // bookkeeping); the callbacks reference `mu`, `cv` and `pending`.
+    std::lock_guard<std::mutex> lock(mu);
+    pending = hosts.size() + 1;  // + 1: released below, once every probe has started
+  }
+  auto probes = StartRound(hosts, done);
+  {
+    // Probes that never started (names that do not resolve) count as done.
     std::unique_lock<std::mutex> lock(mu);
+    for (const auto& probe : probes) {
+      if (!probe->done) --pending;
+    }
+    --pending;
+    // Every call has the deadline, so this ends by then (plus gRPC's own
+    // bookkeeping); `done` references `mu`, `cv` and `pending`, so no probe
+    // may still be running when this returns.
     cv.wait(lock, [&] { return pending == 0; });
   }
 
@@ -204,41 +258,15 @@ std::vector<HostStatus> HostProber::ProbeAll(const HostSet& hosts) {
   std::vector<size_t> ready_index;
   const auto now = Clock::now();
   for (const auto& probe : probes) {
-    HostState& state = *probe->state;
-    HostStatus status = std::move(probe->status);
-    if (status.ready) {
-      for (const auto& m : probe->index_response.models()) {
-        if (m.state() != "READY") continue;
-        if (!IsPublishableModelName(m.name())) {
-          INFERD_LOG(Warning) << "host " << status.endpoint.id() << " lists a model named '"
-                              << Bounded(m.name()) << "', which is not published";
-          continue;
-        }
-        status.models.insert(m.name());
-      }
-      const StatTotals totals = Totals(probe->stats_response);
-      if (state.have_totals && totals.queue_count >= state.totals.queue_count &&
-          totals.success_ns >= state.totals.success_ns && now > state.totals_at) {
-        const uint64_t requests = totals.queue_count - state.totals.queue_count;
-        const double queue_us =
-            requests == 0 ? 0.0 : (totals.queue_ns - state.totals.queue_ns) / 1e3 / requests;
-        const double wall_ns =
-            std::chrono::duration<double, std::nano>(now - state.totals_at).count();
-        const double inflight = (totals.success_ns - state.totals.success_ns) / wall_ns;
-        state.queue_us = Smooth(state.queue_us, queue_us, options_.weights.smoothing);
-        state.inflight = Smooth(state.inflight, inflight, options_.weights.smoothing);
-      }
-      state.totals = totals;
-      state.totals_at = now;
-      state.have_totals = true;
-      status.queue_us_per_request = state.queue_us;
-      status.pending_requests = state.inflight;
+    if (probe->status.ready) {
+      ReadAnswers(*probe, now);
+      HostState& state = *probe->state;
       loads.push_back(HostLoad{state.queue_us, state.inflight, state.weight});
       ready_index.push_back(out.size());
     } else {
-      state.weight = 0;
+      probe->state->weight = 0;
     }
-    out.push_back(std::move(status));
+    out.push_back(std::move(probe->status));
   }
   const auto weights = ComputeWeights(loads, options_.weights);
   for (size_t i = 0; i < ready_index.size(); ++i) {

@@ -22,6 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,7 +58,10 @@ class HostProber {
  private:
   struct HostState;
   struct Probe;
+  std::vector<std::shared_ptr<Probe>> StartRound(const HostSet& hosts,
+                                                 const std::function<void()>& done);
   void StartProbe(const std::shared_ptr<Probe>& probe);
+  void ReadAnswers(Probe& probe, std::chrono::steady_clock::time_point now);
 
   ProberOptions options_;
   std::map<HostEndpoint, std::unique_ptr<HostState>> hosts_;

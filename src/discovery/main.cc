@@ -85,14 +85,16 @@ int main(int argc, char** argv) {
       },
       &service.metrics());
 
-  service.SetReadiness([&loop](std::function<void(bool)> answer) { answer(loop->HasPolled()); });
-  service.Route("GET", "/v1/snapshot", [&loop, &ads](middleman::Request, middleman::Responder r) {
-    http::HttpResponse response;
-    response.status = 200;
-    response.content_type = "application/json";
-    response.body = SnapshotJson(loop->DumpJson(), ads.Stats());
-    r->Send(std::move(response));
-  });
+  service.SetReadiness(
+      [&loop](const std::function<void(bool)>& answer) { answer(loop->HasPolled()); });
+  service.Route("GET", "/v1/snapshot",
+                [&loop, &ads](const middleman::Request&, const middleman::Responder& r) {
+                  http::HttpResponse response;
+                  response.status = 200;
+                  response.content_type = "application/json";
+                  response.body = SnapshotJson(loop->DumpJson(), ads.Stats());
+                  r->Send(std::move(response));
+                });
   Status s = service.Start();
   if (!s.ok()) {
     std::cerr << "inferd-discovery: " << s.message() << "\n";

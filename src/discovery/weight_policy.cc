@@ -27,6 +27,7 @@ std::vector<uint32_t> ComputeWeights(const std::vector<HostLoad>& hosts,
   weights.reserve(hosts.size());
   if (hosts.empty()) return weights;
   std::vector<double> waits;
+  waits.reserve(hosts.size());
   for (const auto& h : hosts) waits.push_back(ExpectedWaitUs(h, options));
   std::sort(waits.begin(), waits.end());
   const size_t n = waits.size();
