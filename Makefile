@@ -71,8 +71,9 @@ test-cluster: build models
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^cluster_'
 
 # Not under ASan: the format check (nothing to instrument) and the multi-host
-# test, whose assertions are balancer timing under load (docs/security.md).
-ASAN_SKIP = '^(clang_format|cluster_multi_host)$$'
+# tests, whose assertions are balancer timing and throughput under load
+# (docs/security.md); the discovery binary runs under ASan in the e2e tests.
+ASAN_SKIP = '^(clang_format|cluster_multi_host|cluster_discovery)$$'
 # intercept_tls_get_addr=0: GCC 12's sanitizer runtime takes a dynamic TLS
 # block whose address is 16 bytes past a page boundary for glibc 2.19's
 # layout and reads a bogus range from the words before it; LeakSanitizer's
@@ -94,16 +95,17 @@ fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --test-dir $(FUZZ_DIR) --output-on-failure -j $(JOBS) \
 	  -R '^fuzz_'
 
-# ThreadSanitizer: the scheduler and front-end tests (unit tests, and the
+# ThreadSanitizer: the scheduler, front-end and discovery tests (unit tests, and the
 # gRPC C++ and Python end-to-end tests against the TSan-built inferd, which
 # halts on a race).
-TSAN_TESTS = 'Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble)$$'
+TSAN_TESTS = 'discovery_(unit|ads|sources)[.]|Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble)$$'
 # 20 MiB each way through gRPC is a size test, not a concurrency one: under
 # TSan's instrumented copies it runs past its 180 s timeout (ASan covers it).
 TSAN_SKIP = 'LargeMessagesBeyondGrpcDefaultLimit'
 test-tsan: deps models
 	cmake -S . -B $(TSAN_DIR) -G Ninja $(SANITIZER_BUILD) -DINFERD_TSAN=ON
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd \
+	  discovery_ads_tests discovery_unit_tests discovery_sources_tests \
 	  inferd_backend_identity
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/scripts/tsan.supp" \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R $(TSAN_TESTS) -E $(TSAN_SKIP)
