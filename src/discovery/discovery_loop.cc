@@ -66,6 +66,7 @@ void DiscoveryLoop::Round() {
     if (!s.ready) continue;
     ++ready;
     models.insert(s.models.begin(), s.models.end());
+    models.insert(s.unloading_models.begin(), s.unloading_models.end());
   }
   for (const auto& m : last_models_) {
     if (models.count(m) == 0) lingering_[m] = options_.linger_rounds;

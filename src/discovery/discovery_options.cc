@@ -172,6 +172,12 @@ StatusOr<DiscoveryOptions> ParseDiscoveryFlags(const std::vector<std::string>& a
     return InvalidArgument(
         "no source of hosts: give --hosts, --hosts-file, --dns or --kubernetes-service");
   }
+  const auto& snap = o.loop.snapshot;
+  if (snap.http_port != 0 && snap.envoy_http_port == snap.envoy_grpc_port) {
+    return InvalidArgument("--envoy-http-port and --envoy-grpc-port are both " +
+                           std::to_string(snap.envoy_grpc_port) +
+                           ": Envoy's two listeners need two ports");
+  }
   if (!timeout_set) {
     o.loop.prober.timeout = std::min(o.loop.poll_interval, std::chrono::milliseconds(2000));
   }

@@ -15,6 +15,8 @@ namespace inferd::discovery {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr auto kResolveEvery = std::chrono::seconds(30);
+
 bool IsPublishableModelName(std::string_view name) {
   if (name.empty() || name.size() > 255) return false;
   if (name.find("..") != std::string_view::npos) return false;
@@ -75,8 +77,11 @@ StatTotals Totals(const inference::ModelStatisticsResponse& response) {
 
 struct HostProber::HostState {
   std::string address;  // what the channel was made for
+  Clock::time_point resolved_at;
   std::shared_ptr<::grpc::Channel> channel;
-  std::unique_ptr<inference::GRPCInferenceService::Stub> stub;
+  // Shared with the probe in flight, so that a callback that starts the next
+  // call never uses a stub the next round replaced.
+  std::shared_ptr<inference::GRPCInferenceService::Stub> stub;
   bool have_totals = false;
   StatTotals totals;
   Clock::time_point totals_at;
@@ -88,6 +93,7 @@ struct HostProber::HostState {
 // last one (or the first failure) completes it.
 struct HostProber::Probe {
   HostState* state = nullptr;
+  std::shared_ptr<inference::GRPCInferenceService::Stub> stub;
   HostStatus status;
   std::chrono::system_clock::time_point deadline;  // gRPC wants the system clock
   const ProberOptions* options = nullptr;
@@ -123,7 +129,7 @@ HostProber::HostProber(ProberOptions options) : options_(std::move(options)) {}
 HostProber::~HostProber() = default;
 
 void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
-  auto* stub = probe->state->stub.get();
+  auto* stub = probe->stub.get();  // the probe keeps it alive until its last callback
   stub->async()->ServerReady(probe->NewContext(), &probe->ready_request, &probe->ready_response,
                              [probe, stub](const ::grpc::Status& s) {
                                if (!s.ok()) return probe->Fail("ServerReady", s);
@@ -131,7 +137,8 @@ void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
                                  probe->status.reason = "not ready (draining or starting)";
                                  return probe->done();
                                }
-                               probe->index_request.set_ready(true);
+                               // Every model, READY and UNLOADING alike.
+                               probe->index_request.set_ready(false);
                                stub->async()->RepositoryIndex(
                                    probe->NewContext(), &probe->index_request,
                                    &probe->index_response, [probe, stub](const ::grpc::Status& s) {
@@ -155,38 +162,45 @@ std::vector<std::shared_ptr<HostProber::Probe>> HostProber::StartRound(
     it = hosts.count(it->first) != 0 ? std::next(it) : hosts_.erase(it);
   }
   std::vector<std::shared_ptr<Probe>> probes;
-  const auto deadline = std::chrono::system_clock::now() + options_.timeout;
   for (const auto& endpoint : hosts) {
     auto& state = hosts_[endpoint];
     if (!state) state = std::make_unique<HostState>();
     auto probe = std::make_shared<Probe>();
     probe->state = state.get();
     probe->options = &options_;
-    probe->deadline = deadline;
     probe->status.endpoint = endpoint;
-    probe->status.address = ResolveAddress(endpoint.host);
     probes.push_back(probe);
-    if (probe->status.address.empty()) {
+    // Names resolve at most every kResolveEvery (a slow resolver must not
+    // eat every probe's time each round); the last good address is kept
+    // when a lookup fails.
+    const auto now = Clock::now();
+    if (state->address.empty() || now - state->resolved_at >= kResolveEvery) {
+      std::string address = ResolveAddress(endpoint.host);
+      state->resolved_at = now;
+      if (!address.empty() && address != state->address) {
+        ::grpc::ChannelArguments args;
+        args.SetMaxReceiveMessageSize(options_.max_message_bytes);
+        // A host that comes back is probed again within a poll or two.
+        args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+        args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+        args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+        state->address = address;
+        state->channel = ::grpc::CreateCustomChannel(GrpcTarget(address, endpoint.port),
+                                                     ::grpc::InsecureChannelCredentials(), args);
+        state->stub = inference::GRPCInferenceService::NewStub(state->channel);
+        state->have_totals = false;
+      }
+    }
+    probe->status.address = state->address;
+    if (state->address.empty()) {
       probe->status.reason = "host name '" + Bounded(endpoint.host) + "' does not resolve";
       continue;
     }
-    if (!state->stub || state->address != probe->status.address) {
-      ::grpc::ChannelArguments args;
-      args.SetMaxReceiveMessageSize(options_.max_message_bytes);
-      // A host that comes back is probed again within a poll or two.
-      args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-      args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-      state->address = probe->status.address;
-      state->channel = ::grpc::CreateCustomChannel(GrpcTarget(state->address, endpoint.port),
-                                                   ::grpc::InsecureChannelCredentials(), args);
-      state->stub = inference::GRPCInferenceService::NewStub(state->channel);
-      state->have_totals = false;
-    }
+    probe->stub = state->stub;
+    // Each probe's own deadline, from when it starts.
+    probe->deadline = std::chrono::system_clock::now() + options_.timeout;
     probe->done = done;
-  }
-  for (const auto& probe : probes) {
-    if (probe->done) StartProbe(probe);
+    StartProbe(probe);  // now: a slow lookup of the next name does not delay it
   }
   return probes;
 }
@@ -197,14 +211,17 @@ void HostProber::ReadAnswers(Probe& probe, Clock::time_point now) {
   HostState& state = *probe.state;
   HostStatus& status = probe.status;
   for (const auto& m : probe.index_response.models()) {
-    if (m.state() != "READY") continue;
+    const bool ready = m.state() == "READY";
+    if (!ready && m.state() != "UNLOADING") continue;
     if (!IsPublishableModelName(m.name())) {
       INFERD_LOG(Warning) << "host " << status.endpoint.id() << " lists a model named '"
                           << Bounded(m.name()) << "', which is not published";
       continue;
     }
-    status.models.insert(m.name());
+    (ready ? status.models : status.unloading_models).insert(m.name());
   }
+  // A model with a READY version and an UNLOADING one is READY.
+  for (const auto& m : status.models) status.unloading_models.erase(m);
   const StatTotals totals = Totals(probe.stats_response);
   if (state.have_totals && totals.queue_count >= state.totals.queue_count &&
       totals.queue_ns >= state.totals.queue_ns && totals.success_ns >= state.totals.success_ns &&

@@ -2,11 +2,14 @@
 // which models it has READY and how loaded it is, over inferd's own gRPC
 // API (the KServe v2 GRPCInferenceService every host already serves):
 //   ServerReady                 -> ready (false while draining after SIGTERM)
-//   RepositoryIndex(ready=true) -> the models with a READY version
+//   RepositoryIndex             -> the models with a READY version, and those
+//                                  UNLOADING (still served, on their way out)
 //   ModelStatistics             -> queue time and busy time, whose deltas
 //                                  between polls give the load signals of
 //                                  weight_policy.h
-// A host that does not answer within the timeout, refuses, or answers
+// Host names resolve at most every 30 s (the last good address is kept);
+// each probe's deadline starts when the probe does. A host that does not
+// answer within the timeout, refuses, or answers
 // something that makes no sense is not ready, with the reason (the call and
 // gRPC's message); the prober never throws and never waits longer than the
 // timeout for one poll, however many hosts hang.

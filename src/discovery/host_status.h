@@ -22,6 +22,9 @@ struct HostStatus {
   std::string reason;
   // Models with a READY version (RepositoryIndex), by name.
   std::set<std::string, std::less<>> models;
+  // Models being unloaded (UNLOADING, --model-unload-delay-secs): still
+  // served, routed here only while no host has them READY.
+  std::set<std::string, std::less<>> unloading_models;
   // Smoothed load signals (see weight_policy.h): queue time per request over
   // the last poll intervals, in microseconds, and requests in flight
   // (pending), when the host reports them; negative when unknown.

@@ -1,11 +1,18 @@
 #include "discovery/kube_endpoint_slices.h"
 
+#include <arpa/inet.h>
 #include <rapidjson/document.h>
 
 #include "core/sanitize.h"
 
 namespace inferd::discovery {
 namespace {
+
+bool IsIpLiteral(const std::string& host) {
+  in_addr v4;
+  in6_addr v6;
+  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
+}
 
 using rapidjson::Value;
 
@@ -69,8 +76,9 @@ StatusOr<HostSet> EndpointsOf(const Value& slice, const KubePort& port) {
     for (const Value& a : addresses->GetArray()) {
       if (!a.IsString()) continue;
       HostEndpoint endpoint{std::string(a.GetString(), a.GetStringLength()), number};
-      // Only IP literals: anything else in an IPv4/IPv6 slice is ignored.
-      if (!ParseHostEndpoint(endpoint.id()).ok()) continue;
+      // Only IP literals: anything else in an IPv4/IPv6 slice is ignored
+      // (balancers need addresses, and a name would be resolved on every probe).
+      if (!IsIpLiteral(endpoint.host)) continue;
       set.insert(std::move(endpoint));
     }
   }
@@ -78,7 +86,8 @@ StatusOr<HostSet> EndpointsOf(const Value& slice, const KubePort& port) {
 }
 
 Status ParseJson(std::string_view text, rapidjson::Document& doc, const char* what) {
-  doc.Parse(text.data(), text.size());
+  // Iterative: deeply nested input cannot exhaust the stack.
+  doc.Parse<rapidjson::kParseIterativeFlag>(text.data(), text.size());
   if (doc.HasParseError() || !doc.IsObject()) {
     return InvalidArgument(std::string(what) +
                            " is not a JSON object: " + Bounded(text.substr(0, 64)));

@@ -167,10 +167,22 @@ class Builder {
  public:
   Builder(const std::vector<HostStatus>& hosts, const SnapshotOptions& options)
       : options_(options) {
+    // One endpoint per address and port, even when two sources name the
+    // same host differently (a name and its address, two Services): clients
+    // want unique addresses in a cluster.
+    std::set<std::pair<std::string, uint16_t>> seen;
+    std::map<std::string, std::vector<const HostStatus*>> unloading;
     for (const auto& h : hosts) {
       if (!h.ready || h.address.empty()) continue;
+      if (!seen.emplace(h.address, h.endpoint.port).second) continue;
       ready_.push_back(&h);
       for (const auto& m : h.models) by_model_[m].push_back(&h);
+      for (const auto& m : h.unloading_models) unloading[m].push_back(&h);
+    }
+    // A model no host has READY any more, while some host is still serving
+    // it through its unload delay, stays routed there until it is gone.
+    for (auto& [model, serving] : unloading) {
+      if (by_model_.count(model) == 0) by_model_[model] = std::move(serving);
     }
   }
 

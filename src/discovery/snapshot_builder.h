@@ -6,6 +6,8 @@
 // What it publishes (docs/discovery.md has the picture):
 //   Cluster + ClusterLoadAssignment "inferd"        every ready host
 //   Cluster + ClusterLoadAssignment "inferd/<m>"    ready hosts where m is READY
+//                                                   (or, when none is, where it
+//                                                   is UNLOADING: still served)
 //   RouteConfiguration "inferd"  per model m: requests with the header
 //       `inferd-model: m` -> "inferd/<m>"; everything else -> "inferd"
 //   Listener "inferd"            API listener (proxyless gRPC: xds:///inferd),
@@ -17,13 +19,12 @@
 // that port, RouteConfiguration "inferd_http" matching /v2/models/<m> and
 // /v2/models/<m>/..., Listener "inferd_http" on envoy_http_port.
 //
-// Endpoints: each carries its host's weight (Envoy's round robin uses it)
-// and its id as hostname. gRPC 1.51 ignores endpoint weights: it picks a
-// locality at random by locality weight, then round robin inside it; so
-// hosts of equal weight share one locality (sub_zone "weight-<w>", locality
-// weight w x hosts), which keeps an evenly loaded fleet on plain round
-// robin. Hosts that are not ready are left out (clients ignore anything but
-// HEALTHY anyway).
+// Endpoints: one per address and port (hosts named twice count once); each carries its host's
+// weight (Envoy's round robin uses it) and its id as hostname. gRPC 1.51 ignores endpoint weights:
+// it picks a locality at random by locality weight, then round robin inside it; so hosts of equal
+// weight share one locality (sub_zone "weight-<w>", locality weight w x hosts), which keeps an
+// evenly loaded fleet on plain round robin. Hosts that are not ready are left out (clients ignore
+// anything but HEALTHY anyway).
 //
 // `linger_models`: models that just disappeared from every host. Their
 // clusters stay (with no endpoints) while the route to them is already gone,

@@ -59,6 +59,8 @@ TEST(DiscoveryFlags, RefusalsNameTheProblem) {
       {{"--hosts=h:1", "--nope=1"}, "unknown flag --nope"},
       {{"--hosts"}, "missing value after --hosts"},
       {{"--hosts=h:1", "stray"}, "unexpected argument 'stray'"},
+      {{"--hosts=h:1", "--inferd-http-port=8000", "--envoy-http-port=8001"},
+       "Envoy's two listeners need two ports"},
   };
   for (const auto& [args, want] : bad) {
     auto o = ParseDiscoveryFlags(args);

@@ -227,6 +227,29 @@ TEST_F(SnapshotBuilderTest, HostsOfEqualWeightShareALocality) {
             (E{{"10.0.0.1:8001", 100}, {"10.0.0.2:8001", 100}, {"10.0.0.4:8001", 30}}));
 }
 
+TEST_F(SnapshotBuilderTest, AHostNamedTwiceIsOneEndpoint) {
+  HostStatus by_name = Host("10.0.0.1", 8001, true, {"simple"}, 100);
+  by_name.endpoint.host = "inferd-0.inferd";  // resolves to the address of hosts_[0]
+  hosts_.push_back(by_name);
+  const XdsSnapshot s = BuildSnapshot(hosts_, {}, options_);
+  using E = std::vector<std::pair<std::string, uint32_t>>;
+  EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
+                                                              "inferd/simple")),
+            (E{{"10.0.0.1:8001", 100}, {"10.0.0.2:8001", 40}}));
+}
+
+TEST_F(SnapshotBuilderTest, AModelOnlyUnloadingStaysRoutedToItsHostsUntilGone) {
+  hosts_[1].unloading_models = {"leaving", "resnet"};  // resnet is READY on hosts_[0]
+  const XdsSnapshot s = BuildSnapshot(hosts_, {}, options_);
+  using E = std::vector<std::pair<std::string, uint32_t>>;
+  EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
+                                                              "inferd/leaving")),
+            (E{{"10.0.0.2:8001", 40}}));
+  EXPECT_EQ(Endpoints(Decode<endpoint::ClusterLoadAssignment>(s, kClusterLoadAssignmentType,
+                                                              "inferd/resnet")),
+            (E{{"10.0.0.1:8001", 100}}));  // READY hosts only, while there are some
+}
+
 TEST_F(SnapshotBuilderTest, AThousandHostsInOneAssignment) {
   std::vector<HostStatus> many;
   for (int i = 0; i < 1000; ++i) {
