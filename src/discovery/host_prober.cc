@@ -1,6 +1,8 @@
 #include "discovery/host_prober.h"
 
 #include <arpa/inet.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 #include <netdb.h>
 #include <sys/socket.h>
 
@@ -9,7 +11,7 @@
 
 #include "core/log.h"
 #include "core/sanitize.h"
-#include "grpc_service.grpc.pb.h"
+#include "grpc_service.pb.h"
 
 namespace inferd::discovery {
 
@@ -81,7 +83,7 @@ struct HostProber::HostState {
   std::shared_ptr<::grpc::Channel> channel;
   // Shared with the probe in flight, so that a callback that starts the next
   // call never uses a stub the next round replaced.
-  std::shared_ptr<inference::GRPCInferenceService::Stub> stub;
+  std::shared_ptr<::grpc::GenericStub> stub;
   bool have_totals = false;
   StatTotals totals;
   Clock::time_point totals_at;
@@ -93,14 +95,15 @@ struct HostProber::HostState {
 // last one (or the first failure) completes it.
 struct HostProber::Probe {
   HostState* state = nullptr;
-  std::shared_ptr<inference::GRPCInferenceService::Stub> stub;
+  std::shared_ptr<::grpc::GenericStub> stub;
   HostStatus status;
   std::chrono::system_clock::time_point deadline;  // gRPC wants the system clock
   const ProberOptions* options = nullptr;
   std::function<void()> done;
 
-  // One context per call: a call's context must outlive its callback.
+  // One context and buffer pair per call: they must outlive its callback.
   ::grpc::ClientContext contexts[3];
+  ::grpc::ByteBuffer requests[3], responses[3];
   int calls = 0;
   inference::ServerReadyRequest ready_request;
   inference::ServerReadyResponse ready_response;
@@ -109,11 +112,29 @@ struct HostProber::Probe {
   inference::ModelStatisticsRequest stats_request;
   inference::ModelStatisticsResponse stats_response;
 
-  ::grpc::ClientContext* NewContext() {
-    ::grpc::ClientContext* context = &contexts[calls++];
+  // One unary call of GRPCInferenceService through the generic stub, the
+  // answer parsed here: gRPC's callback API completes a call whose answer
+  // does not parse with the server's OK and a half-parsed message, so a host
+  // answering garbage would count as ready. `then` gets INTERNAL for that.
+  template <class Request, class Response>
+  void Call(::grpc::GenericStub* stub, const char* method, const Request& request,
+            Response* response, std::function<void(::grpc::Status)> then) {
+    const int i = calls++;
+    ::grpc::ClientContext* context = &contexts[i];
     context->set_deadline(deadline);
     for (const auto& [key, value] : options->metadata) context->AddMetadata(key, value);
-    return context;
+    bool own = false;
+    ::grpc::Status s = ::grpc::SerializationTraits<Request>::Serialize(request, &requests[i], &own);
+    if (!s.ok()) return then(s);
+    stub->UnaryCall(
+        context, std::string("/inference.GRPCInferenceService/") + method, ::grpc::StubOptions(),
+        &requests[i], &responses[i], [this, i, response, then = std::move(then)](::grpc::Status s) {
+          if (s.ok() &&
+              !::grpc::SerializationTraits<Response>::Deserialize(&responses[i], response).ok()) {
+            s = ::grpc::Status(::grpc::StatusCode::INTERNAL, "an answer that does not parse");
+          }
+          then(s);
+        });
   }
   void Fail(const std::string& call, const ::grpc::Status& s) {
     status.ready = false;
@@ -130,28 +151,25 @@ HostProber::~HostProber() = default;
 
 void HostProber::StartProbe(const std::shared_ptr<Probe>& probe) {
   auto* stub = probe->stub.get();  // the probe keeps it alive until its last callback
-  stub->async()->ServerReady(probe->NewContext(), &probe->ready_request, &probe->ready_response,
-                             [probe, stub](const ::grpc::Status& s) {
-                               if (!s.ok()) return probe->Fail("ServerReady", s);
-                               if (!probe->ready_response.ready()) {
-                                 probe->status.reason = "not ready (draining or starting)";
-                                 return probe->done();
-                               }
-                               // Every model, READY and UNLOADING alike.
-                               probe->index_request.set_ready(false);
-                               stub->async()->RepositoryIndex(
-                                   probe->NewContext(), &probe->index_request,
-                                   &probe->index_response, [probe, stub](const ::grpc::Status& s) {
-                                     if (!s.ok()) return probe->Fail("RepositoryIndex", s);
-                                     stub->async()->ModelStatistics(
-                                         probe->NewContext(), &probe->stats_request,
-                                         &probe->stats_response, [probe](const ::grpc::Status& s) {
-                                           if (!s.ok()) return probe->Fail("ModelStatistics", s);
-                                           probe->status.ready = true;
-                                           probe->done();
-                                         });
-                                   });
-                             });
+  probe->Call(stub, "ServerReady", probe->ready_request, &probe->ready_response,
+              [probe, stub](const ::grpc::Status& s) {
+                if (!s.ok()) return probe->Fail("ServerReady", s);
+                if (!probe->ready_response.ready()) {
+                  probe->status.reason = "not ready (draining or starting)";
+                  return probe->done();
+                }
+                probe->index_request.set_ready(false);  // READY and UNLOADING models
+                probe->Call(stub, "RepositoryIndex", probe->index_request, &probe->index_response,
+                            [probe, stub](const ::grpc::Status& s) {
+                              if (!s.ok()) return probe->Fail("RepositoryIndex", s);
+                              probe->Call(stub, "ModelStatistics", probe->stats_request,
+                                          &probe->stats_response, [probe](const ::grpc::Status& s) {
+                                            if (!s.ok()) return probe->Fail("ModelStatistics", s);
+                                            probe->status.ready = true;
+                                            probe->done();
+                                          });
+                            });
+              });
 }
 
 // Starts one probe per host (after dropping the state of hosts that left);
@@ -187,7 +205,7 @@ std::vector<std::shared_ptr<HostProber::Probe>> HostProber::StartRound(
         state->address = address;
         state->channel = ::grpc::CreateCustomChannel(GrpcTarget(address, endpoint.port),
                                                      ::grpc::InsecureChannelCredentials(), args);
-        state->stub = inference::GRPCInferenceService::NewStub(state->channel);
+        state->stub = std::make_shared<::grpc::GenericStub>(state->channel);
         state->have_totals = false;
       }
     }

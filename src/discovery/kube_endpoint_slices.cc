@@ -3,16 +3,12 @@
 #include <arpa/inet.h>
 #include <rapidjson/document.h>
 
+#include <cstring>
+
 #include "core/sanitize.h"
 
 namespace inferd::discovery {
 namespace {
-
-bool IsIpLiteral(const std::string& host) {
-  in_addr v4;
-  in6_addr v6;
-  return inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1;
-}
 
 using rapidjson::Value;
 
@@ -75,11 +71,15 @@ StatusOr<HostSet> EndpointsOf(const Value& slice, const KubePort& port) {
     if (addresses == nullptr || !addresses->IsArray()) continue;
     for (const Value& a : addresses->GetArray()) {
       if (!a.IsString()) continue;
-      HostEndpoint endpoint{std::string(a.GetString(), a.GetStringLength()), number};
-      // Only IP literals: anything else in an IPv4/IPv6 slice is ignored
-      // (balancers need addresses, and a name would be resolved on every probe).
-      if (!IsIpLiteral(endpoint.host)) continue;
-      set.insert(std::move(endpoint));
+      // Only IP literals of the slice's family: anything else (a name, which
+      // would be resolved, spaces, a zone, "09.1.0.5") is ignored.
+      std::string address(a.GetString(), a.GetStringLength());
+      unsigned char parsed[sizeof(in6_addr)];
+      if (address.size() != std::strlen(address.c_str()) ||
+          inet_pton(type == "IPv4" ? AF_INET : AF_INET6, address.c_str(), parsed) != 1) {
+        continue;
+      }
+      set.insert(HostEndpoint{std::move(address), number});
     }
   }
   return set;

@@ -176,6 +176,26 @@ TEST(EndpointSlices, ReadyAddressesOnTheNamedPort) {
   EXPECT_TRUE(no_such_port->endpoints.empty());
 }
 
+// Found by fuzz/kube_watch_fuzz.cc: an IPv4/IPv6 slice's addresses were
+// checked as HOST:PORT, which takes host names ("09.1.0.5", "a.example")
+// that the prober would then resolve. Only IP literals of the slice's family.
+TEST(EndpointSlices, OnlyIpLiteralsOfTheSlicesFamily) {
+  auto e = ParseWatchEvent(
+      R"({"type":"ADDED","object":{"metadata":{"name":"s"},"addressType":"IPv4",
+          "ports":[{"name":"grpc","port":1}],"endpoints":[{"addresses":[
+          "10.0.0.1","09.1.0.5","a.example","10.0.0.2 ","fd00::1","10.0.0.3\u0000x",""]}]}})",
+      KubePort{0, "grpc"});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->endpoints, Set({"10.0.0.1:1"}));
+  auto v6 = ParseWatchEvent(
+      R"({"type":"ADDED","object":{"metadata":{"name":"s"},"addressType":"IPv6",
+          "ports":[{"name":"grpc","port":1}],"endpoints":[{"addresses":[
+          "fd00::1","fe80::1%eth0","10.0.0.1","[fd00::2]"]}]}})",
+      KubePort{0, "grpc"});
+  ASSERT_TRUE(v6.ok()) << v6.status().message();
+  EXPECT_EQ(v6->endpoints, Set({"[fd00::1]:1"}));
+}
+
 TEST(EndpointSlices, ListAndOtherEvents) {
   auto list = ParseEndpointSliceList(
       std::string(R"({"metadata":{"resourceVersion":"42"},"items":[)") + kSlice +
