@@ -1,7 +1,7 @@
 """Runs nginx with the project's balancer config (deploy/nginx/inferd.conf) in a
 private prefix: its own nginx.conf, pid file, logs and temp directories, on
 chosen loopback ports. Used by tests/cluster/test_cluster.py and
-bench/scaleout/run.sh; standard library only.
+bench/scaleout/run.sh and bench/discovery/run.sh; standard library only.
 
 deploy/nginx/inferd.conf is used unchanged except for its listen lines; the
 upstream blocks come from deploy/nginx/render-upstreams.sh, as in a real
