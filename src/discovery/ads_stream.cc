@@ -24,6 +24,9 @@ std::string_view ShortType(std::string_view type_url) {
   return dot == std::string_view::npos ? type_url : type_url.substr(dot + 1);
 }
 
+// Resource types one stream may ask for (four are served).
+constexpr size_t kMaxTypesPerStream = 16;
+
 }  // namespace
 
 AdsStream::AdsStream(std::shared_ptr<AdsHub> hub, ::grpc::CallbackServerContext* context)
@@ -169,6 +172,16 @@ bool AdsStream::HandleRequestLocked() {
     return false;
   }
   const std::string& type_url = request.type_url();
+  if (types_.count(type_url) == 0 && types_.size() >= kMaxTypesPerStream) {
+    // Four types are served; a client may ask for a few more (Envoy's secrets,
+    // runtime), never for dozens: state per type must stay bounded.
+    INFERD_LOG(Warning) << "ADS stream " << id_ << " of " << ClientNameLocked() << ": more than "
+                        << kMaxTypesPerStream << " resource types asked for; ending the stream";
+    hub_->CountInvalid();
+    EndLocked(::grpc::Status(::grpc::StatusCode::INVALID_ARGUMENT,
+                             "too many resource types on one ADS stream"));
+    return false;
+  }
   auto [it, first] = types_.try_emplace(type_url);
   AdsTypeState& state = it->second;
   if (first) state.complete = IsCompleteStateType(type_url);

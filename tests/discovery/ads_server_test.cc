@@ -414,6 +414,19 @@ TEST_F(AdsFixture, RequestWithoutTypeUrlEndsTheStream) {
   EXPECT_EQ(ads_->Stats().invalid_requests, 1u);
 }
 
+TEST_F(AdsFixture, ManyResourceTypesEndTheStream) {
+  ads_->Publish(SnapshotBuilder().Add(kCds, "c", "c=1").Build());
+  auto client = Open();
+  // Types nothing is served for get no answer; the seventeenth ends the stream.
+  for (int i = 0; i < 17; ++i) {
+    if (!client->Send(Request({.type_url = "type.googleapis.com/x.T" + std::to_string(i)}))) break;
+  }
+  auto status = client->WaitEnd();
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status->error_message().find("too many resource types"), std::string::npos);
+}
+
 TEST_F(AdsFixture, ReconnectAtTheCurrentVersionIsNotResent) {
   ads_->Publish(SnapshotBuilder().Add(kCds, "c", "c=1").Build());
   auto client = Open();
