@@ -56,9 +56,41 @@ void DiscoveryLoop::Run() {
   }
 }
 
+namespace {
+
+// Probes that failed (no answer, refused, bad answer), as opposed to hosts
+// that answered "not ready".
+size_t FailedProbes(const std::vector<HostStatus>& statuses) {
+  size_t failed = 0;
+  for (const auto& s : statuses) {
+    if (!s.ready && s.reason.rfind("not ready", 0) != 0) ++failed;
+  }
+  return failed;
+}
+
+void SetGauge(middleman::Gauge& gauge, double value) { gauge.Add(value - gauge.value()); }
+
+}  // namespace
+
 void DiscoveryLoop::Round() {
   const auto started = std::chrono::steady_clock::now();
   std::vector<HostStatus> statuses = prober_.ProbeAll(hosts_());
+  const size_t failed = FailedProbes(statuses);
+
+  // Fail static: when no host answers at all (this process cut off from
+  // them, say) clients keep the last assignment rather than an empty one,
+  // as they would if the control plane were gone. Hosts that answer "not
+  // ready", and hosts removed from the sources, still leave.
+  const bool cut_off = !statuses.empty() && failed == statuses.size() && published_ready_;
+  if (cut_off != fail_static_) {
+    if (cut_off) {
+      INFERD_LOG(Warning) << "every probe of " << statuses.size()
+                          << " host(s) failed; keeping the last assignment";
+    } else {
+      INFERD_LOG(Info) << "hosts answer again; publishing";
+    }
+    fail_static_ = cut_off;
+  }
 
   std::set<std::string, std::less<>> models;
   size_t ready = 0;
@@ -68,6 +100,36 @@ void DiscoveryLoop::Round() {
     models.insert(s.models.begin(), s.models.end());
     models.insert(s.unloading_models.begin(), s.unloading_models.end());
   }
+  std::shared_ptr<const XdsSnapshot> snapshot;
+  if (!cut_off) {
+    snapshot = BuildAndPublish(statuses, models);
+    published_ready_ = ready > 0;
+  }
+
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_->histogram("discovery_poll_duration_seconds", "time to probe every host once")
+      .Observe(seconds);
+  metrics_->counter("discovery_polls_total", "rounds of probing every host").Add();
+  metrics_
+      ->counter("discovery_poll_errors_total",
+                "host probes that failed (no answer, refused, bad answer)")
+      .Add(static_cast<double>(failed));
+  const char* hosts_help = "known inferd hosts by state";
+  SetGauge(metrics_->gauge("discovery_hosts", hosts_help, {{"state", "ready"}}),
+           static_cast<double>(ready));
+  SetGauge(metrics_->gauge("discovery_hosts", hosts_help, {{"state", "not_ready"}}),
+           static_cast<double>(statuses.size() - ready));
+  SetGauge(metrics_->gauge("discovery_models", "models READY on at least one host"),
+           static_cast<double>(models.size()));
+  SetGauge(metrics_->gauge("discovery_fail_static",
+                           "1 while every probe fails and the last assignment is kept"),
+           cut_off ? 1.0 : 0.0);
+  Remember(std::move(statuses), std::move(snapshot));
+}
+
+std::shared_ptr<const XdsSnapshot> DiscoveryLoop::BuildAndPublish(
+    const std::vector<HostStatus>& statuses, const std::set<std::string, std::less<>>& models) {
   for (const auto& m : last_models_) {
     if (models.count(m) == 0) lingering_[m] = options_.linger_rounds;
   }
@@ -81,50 +143,29 @@ void DiscoveryLoop::Round() {
     }
   }
   last_models_ = models;
-
   auto snapshot =
       std::make_shared<const XdsSnapshot>(BuildSnapshot(statuses, linger, options_.snapshot));
   publish_(snapshot);
+  return snapshot;
+}
 
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  metrics_->histogram("discovery_poll_duration_seconds", "time to probe every host once")
-      .Observe(seconds);
-  metrics_->counter("discovery_polls_total", "rounds of probing every host").Add();
-  uint64_t failed = 0;
-  for (const auto& s : statuses) {
-    if (!s.ready && s.reason.rfind("not ready", 0) != 0) ++failed;
-  }
-  metrics_
-      ->counter("discovery_poll_errors_total",
-                "host probes that failed (no answer, refused, bad answer)")
-      .Add(static_cast<double>(failed));
-  auto set = [](middleman::Gauge& gauge, double value) { gauge.Add(value - gauge.value()); };
-  const char* hosts_help = "known inferd hosts by state";
-  set(metrics_->gauge("discovery_hosts", hosts_help, {{"state", "ready"}}),
-      static_cast<double>(ready));
-  set(metrics_->gauge("discovery_hosts", hosts_help, {{"state", "not_ready"}}),
-      static_cast<double>(statuses.size() - ready));
-  set(metrics_->gauge("discovery_models", "models READY on at least one host"),
-      static_cast<double>(models.size()));
-
+void DiscoveryLoop::Remember(std::vector<HostStatus> statuses,
+                             std::shared_ptr<const XdsSnapshot> snapshot) {
   MutexLock lock(mu_);
+  std::map<HostEndpoint, bool> was_ready;
+  for (const auto& old : last_statuses_) was_ready[old.endpoint] = old.ready;
   for (const auto& s : statuses) {
-    bool was_ready = false;
-    for (const auto& old : last_statuses_) {
-      if (old.endpoint == s.endpoint) was_ready = old.ready;
-    }
-    if (was_ready != s.ready || rounds_ == 0) {
-      if (s.ready) {
-        INFERD_LOG(Info) << "host " << s.endpoint.id() << " is ready with " << s.models.size()
-                         << " model(s)";
-      } else {
-        INFERD_LOG(Info) << "host " << s.endpoint.id() << " is not ready: " << s.reason;
-      }
+    auto it = was_ready.find(s.endpoint);
+    if (rounds_ != 0 && it != was_ready.end() && it->second == s.ready) continue;
+    if (s.ready) {
+      INFERD_LOG(Info) << "host " << s.endpoint.id() << " is ready with " << s.models.size()
+                       << " model(s)";
+    } else {
+      INFERD_LOG(Info) << "host " << s.endpoint.id() << " is not ready: " << s.reason;
     }
   }
   last_statuses_ = std::move(statuses);
-  last_snapshot_ = std::move(snapshot);
+  if (snapshot) last_snapshot_ = std::move(snapshot);
   ++rounds_;
 }
 

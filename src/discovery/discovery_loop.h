@@ -8,6 +8,10 @@
 // assignment after the round that sees it, i.e. within one poll interval
 // plus the probe timeout.
 //
+// When every probe fails (no answer at all, as when this process is cut off
+// from the hosts), nothing is published: clients keep the last assignment
+// ("fail static"), as they do when the control plane itself is gone.
+//
 // Models that disappear from every host keep an empty cluster for
 // `linger_rounds` rounds after their route is gone (snapshot_builder.h).
 //
@@ -20,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +68,12 @@ class DiscoveryLoop {
  private:
   void Run();
   void Round();
+  // Builds and publishes the snapshot (and keeps vanished models lingering).
+  std::shared_ptr<const XdsSnapshot> BuildAndPublish(
+      const std::vector<HostStatus>& statuses, const std::set<std::string, std::less<>>& models);
+  // Keeps the round for DumpJson and logs hosts whose readiness changed.
+  void Remember(std::vector<HostStatus> statuses, std::shared_ptr<const XdsSnapshot> snapshot)
+      INFERD_EXCLUDES(mu_);
 
   const DiscoveryLoopOptions options_;
   const std::function<HostSet()> hosts_;
@@ -80,6 +91,8 @@ class DiscoveryLoop {
   // Loop thread only: models seen on no host, with rounds left to linger.
   std::map<std::string, int, std::less<>> lingering_;
   std::set<std::string, std::less<>> last_models_;
+  bool published_ready_ = false;  // the last published assignment had a host
+  bool fail_static_ = false;      // every probe failed last round: nothing published
   std::thread thread_;
 };
 
