@@ -37,11 +37,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "cluster"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+import discovery_util as du  # noqa: E402
 import nginx_local  # noqa: E402
 
 DELAY_MS = 50
@@ -151,64 +152,24 @@ class Host:
         return sum(m.get("inference_count", 0) for m in json.loads(body).get("model_stats", []))
 
 
-class Discovery:
-    def __init__(self, procs, build, tmp, hosts_file, poll_ms):
-        self.xds_port, self.http_port = nginx_local.free_port(), nginx_local.free_port()
-        self.poll_ms = poll_ms
-        self.bootstrap = os.path.join(tmp, "xds-bootstrap-%d.json" % poll_ms)
-        with open(self.bootstrap, "w") as f:
-            json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % self.xds_port,
-                                        "channel_creds": [{"type": "insecure"}],
-                                        "server_features": ["xds_v3"]}],
-                       "node": {"id": "bench-client", "cluster": "bench"}}, f)
-        self.log_path = os.path.join(tmp, "discovery-%d.log" % poll_ms)
-        self.proc = procs.start(
-            [os.path.join(build, "bin", "inferd-discovery"), "--xds-address=127.0.0.1",
-             "--xds-port=%d" % self.xds_port, "--http-address=127.0.0.1",
-             "--http-port=%d" % self.http_port, "--hosts-file=" + hosts_file,
-             "--poll-interval-ms=%d" % poll_ms], self.log_path)
-        if not wait_until(self._ready, 20):
-            raise RuntimeError("inferd-discovery not ready:\n" + open(self.log_path).read())
-
-    def _ready(self):
-        if self.proc.poll() is not None:
-            raise RuntimeError("inferd-discovery exited:\n" + open(self.log_path).read())
-        try:
-            return http_get(self.http_port, "/health/ready", timeout=1)[0] == 200
-        except OSError:
-            return False
-
-    def ready_hosts(self):
-        try:
-            status, body = http_get(self.http_port, "/v1/snapshot")
-        except OSError:
-            return set()
-        if status != 200:
-            return set()
-        return {h["id"] for h in json.loads(body).get("discovery", {}).get("hosts", [])
-                if h.get("ready")}
-
-    def env(self):
-        return dict(os.environ, GRPC_XDS_BOOTSTRAP=self.bootstrap)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(10)
+def start_discovery(procs, build, tmp, hosts_file, poll_ms):
+    """inferd-discovery on loopback (tests/e2e/discovery_util.py) on `hosts_file`."""
+    d = du.Discovery(tmp, ["--hosts-file=" + hosts_file, "--poll-interval-ms=%d" % poll_ms],
+                     name="discovery-%d" % poll_ms,
+                     binary=os.path.join(build, "bin", "inferd-discovery")).wait_ready()
+    d.poll_ms = poll_ms
+    procs.procs.append(d.proc)
+    return d
 
 
 def write_hosts(path, hosts):
-    with open(path + ".tmp", "w") as f:
-        f.write("# inferd hosts (HOST:GRPC_PORT)\n")
-        for h in hosts:
-            f.write(h.eid + "\n")
-    os.replace(path + ".tmp", path)
+    du.write_hosts(path, [h.eid for h in hosts])
 
 
 def publish(discovery, hosts_file, hosts):
     write_hosts(hosts_file, hosts)
     want = {h.eid for h in hosts}
-    if not wait_until(lambda: discovery.ready_hosts() == want, 15):
+    if not wait_until(lambda: set(discovery.ready_hosts()) == want, 15):
         raise RuntimeError("discovery did not publish %s" % sorted(want))
 
 
@@ -227,50 +188,13 @@ def perf_once(perf_bin, url, concurrency, env=None):
     return {"throughput": res["throughput_infer_per_sec"], "p99_ms": res["latency_p99_us"] / 1000.0}
 
 
-WINDOW_RE = re.compile(r"window (\d+): ([\d.]+) infer/s, (\d+) requests, (\d+) errors")
-
-
-class PerfStream:
+def perf_stream(perf_bin, discovery, concurrency, windows):
     """infer-perf over xds:///inferd with a -v line per window, read as they come."""
-
-    def __init__(self, perf_bin, discovery, concurrency, windows):
-        cmd = [perf_bin, "-m", "delay", "-i", "grpc", "-u", "xds:///inferd",
-               "--concurrency-range", str(concurrency), "--measurement-interval", str(WINDOW_MS),
-               "--stability-percentage", "0", "--max-trials", str(windows),
-               "--warmup-ms", "500", "-v", "--json"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=discovery.env())
-        self.windows = []   # (monotonic end, infer/s, requests, errors)
-        self.stderr = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            self.stderr.append(line)
-            m = WINDOW_RE.search(line)
-            if m:
-                self.windows.append((time.monotonic(), float(m.group(2)), int(m.group(3)),
-                                     int(m.group(4))))
-
-    def wait(self, timeout):
-        self.proc.communicate(timeout=timeout)
-        self.reader.join(5)
-        return self.proc.returncode
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.reader.join(5)
-
-    def between(self, start, end):
-        return [w for w in self.windows if w[0] - WINDOW_MS / 1000.0 >= start and w[0] <= end]
+    cmd = [perf_bin, "-m", "delay", "-i", "grpc", "-u", "xds:///inferd",
+           "--concurrency-range", str(concurrency), "--measurement-interval", str(WINDOW_MS),
+           "--stability-percentage", "0", "--max-trials", str(windows),
+           "--warmup-ms", "500", "-v", "--json"]
+    return du.PerfWindows(cmd, discovery.env(), WINDOW_MS / 1000.0)
 
 
 def time_addition(discovery, hosts_file, base, host, timeout=10.0):
@@ -321,7 +245,7 @@ def part_continuous(perf_bin, discovery, hosts_file, hosts):
     h1, h2, h3 = hosts
     publish(discovery, hosts_file, [h1])
     total = 3 * WINDOWS_PER_PHASE + 2   # the last phase gets one more (it settles last)
-    perf = PerfStream(perf_bin, discovery, PER_HOST_CONCURRENCY * 3, 1000)
+    perf = perf_stream(perf_bin, discovery, PER_HOST_CONCURRENCY * 3, 1000)
     marks, additions = {}, {}
     limit = WINDOWS_PER_PHASE * WINDOW_MS / 1000.0 * 3 + 30
     for n, host in ((2, h2), (3, h3)):
@@ -355,7 +279,7 @@ def part_timing(perf_bin, discovery, hosts_file, hosts):
     h1, h2 = hosts[0], hosts[1]
     publish(discovery, hosts_file, [h1])
     p = discovery.poll_ms / 1000.0
-    perf = PerfStream(perf_bin, discovery, TIMING_CONCURRENCY, 1000)
+    perf = perf_stream(perf_bin, discovery, TIMING_CONCURRENCY, 1000)
     samples = []
     try:
         if not wait_until(lambda: len(perf.windows) >= 1, 30):
@@ -559,14 +483,14 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
         nginx.start([hosts[0].nginx_spec])
         hosts_file = os.path.join(tmp, "hosts")
         write_hosts(hosts_file, [])
-        default = Discovery(procs, args.build, tmp, hosts_file, 1000)
+        default = start_discovery(procs, args.build, tmp, hosts_file, 1000)
         results["curve"] = part_curve(perf_bin, default, hosts_file, nginx, hosts)
         results["continuous"] = part_continuous(perf_bin, default, hosts_file, hosts)
         default.stop()
         results["timing"] = []
         for poll_ms in POLL_INTERVALS_MS:
             write_hosts(hosts_file, [])
-            d = Discovery(procs, args.build, tmp, hosts_file, poll_ms)
+            d = start_discovery(procs, args.build, tmp, hosts_file, poll_ms)
             t = part_timing(perf_bin, d, hosts_file, hosts)
             t["poll_ms"] = poll_ms
             results["timing"].append(t)

@@ -146,6 +146,8 @@ std::string AdsServer::Version(std::string_view type_url) const {
   return published == nullptr ? std::string() : published->VersionOf(type_url);
 }
 
+AdsStats AdsServer::Counters() const { return hub_->Counters(); }
+
 AdsStats AdsServer::Stats() const {
   AdsStats stats = hub_->Counters();
   for (const std::shared_ptr<AdsStream>& stream : hub_->Streams()) {

@@ -140,8 +140,10 @@ class AdsServer final
   // The current version of `type_url` ("" before the first Publish).
   std::string Version(std::string_view type_url) const;
 
-  // Counters and connected clients (for metrics and the JSON debug dump).
+  // Counters and connected clients (for the JSON debug dump).
   AdsStats Stats() const;
+  // The same without `clients` (no lock on each stream): for metrics.
+  AdsStats Counters() const;
 
   // Refuses new streams and ends every open one (see the top). Idempotent;
   // does not wait for OnDone (grpc::Server::Shutdown does).

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <map>
 
+#include "middleman/inferd_pool.h"
+
 namespace inferd::discovery {
 
 const char kDiscoveryUsage[] =
@@ -22,6 +24,8 @@ const char kDiscoveryUsage[] =
     "                                   KUBERNETES_SERVICE_HOST/PORT)\n"
     "  --kubernetes-token-file=FILE     default: the pod's service-account token\n"
     "  --kubernetes-ca-file=FILE        default: the pod's service-account CA\n"
+    "  --source-interval-ms=MS          re-read hosts files and DNS this often (default:\n"
+    "                                   the poll interval)\n"
     "Serving:\n"
     "  --xds-port=PORT                  gRPC port of the ADS service and grpc.health.v1\n"
     "                                   (default 18000; 0 picks a free one)\n"
@@ -64,24 +68,14 @@ Status Int(const std::string& flag, const std::string& value, long lo, long hi, 
   return Status::Ok();
 }
 
-// "NAME: VALUE" -> lower-case metadata key and value.
-Status Header(const std::string& flag, const std::string& value,
-              std::vector<std::pair<std::string, std::string>>* out) {
-  const size_t colon = value.find(':');
-  if (colon == std::string::npos || colon == 0) return Bad(flag, "wants 'NAME: VALUE'");
-  std::string name = value.substr(0, colon);
-  for (char& c : name) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) {
-      return Bad(flag, "'" + value.substr(0, colon) + "' is not a metadata name");
-    }
-  }
-  size_t start = value.find_first_not_of(' ', colon + 1);
-  out->emplace_back(name, start == std::string::npos ? "" : value.substr(start));
-  return Status::Ok();
-}
-
 Status Apply(const std::string& flag, const std::string& v, DiscoveryOptions& o) {
+  // The host sources' flags are theirs to parse (host_sources.h).
+  auto source = ParseHostSourceFlag(flag + "=" + v, o.sources);
+  if (!source.ok()) return source.status();
+  if (*source) {
+    if (flag == "--source-interval-ms") o.source_interval_set = true;
+    return Status::Ok();
+  }
   long n = 0;
   auto port = [&](int* target, long lo) -> Status {
     INFERD_RETURN_IF_ERROR(Int(flag, v, lo, 65535, &n));
@@ -94,13 +88,6 @@ Status Apply(const std::string& flag, const std::string& v, DiscoveryOptions& o)
   if (flag == "--xds-address") return o.xds_address = v, Status::Ok();
   if (flag == "--http-address") return o.http_address = v, Status::Ok();
   if (flag == "--control-plane-id") return o.control_plane_id = v, Status::Ok();
-  if (flag == "--hosts") return o.hosts.push_back(v), Status::Ok();
-  if (flag == "--hosts-file") return o.hosts_files.push_back(v), Status::Ok();
-  if (flag == "--dns") return o.dns.push_back(v), Status::Ok();
-  if (flag == "--kubernetes-service") return o.kubernetes_services.push_back(v), Status::Ok();
-  if (flag == "--kubernetes-api") return o.kubernetes_api = v, Status::Ok();
-  if (flag == "--kubernetes-token-file") return o.kubernetes_token_file = v, Status::Ok();
-  if (flag == "--kubernetes-ca-file") return o.kubernetes_ca_file = v, Status::Ok();
   if (flag == "--poll-interval-ms") {
     INFERD_RETURN_IF_ERROR(Int(flag, v, 10, 3600000, &n));
     o.loop.poll_interval = std::chrono::milliseconds(n);
@@ -111,7 +98,13 @@ Status Apply(const std::string& flag, const std::string& v, DiscoveryOptions& o)
     o.loop.prober.timeout = std::chrono::milliseconds(n);
     return Status::Ok();
   }
-  if (flag == "--probe-header") return Header(flag, v, &o.loop.prober.metadata);
+  if (flag == "--probe-header") {
+    std::pair<std::string, std::string> header;
+    Status parsed = middleman::ParseInferdHeader(v, header);
+    if (!parsed.ok()) return Bad(flag, parsed.message());
+    o.loop.prober.metadata.push_back(std::move(header));
+    return Status::Ok();
+  }
   if (flag == "--fleet-name") {
     if (v.empty() || v.find_first_of("/ \t") != std::string::npos) {
       return Bad(flag, "wants a name without '/' or spaces");
@@ -168,7 +161,9 @@ StatusOr<DiscoveryOptions> ParseDiscoveryFlags(const std::vector<std::string>& a
     if (flag == "--probe-timeout-ms") timeout_set = true;
     INFERD_RETURN_IF_ERROR(Apply(flag, value, o));
   }
-  if (o.hosts.empty() && o.hosts_files.empty() && o.dns.empty() && o.kubernetes_services.empty()) {
+  const HostSourceOptions& src = o.sources;
+  if (src.hosts.empty() && src.hosts_files.empty() && src.dns.empty() &&
+      src.kubernetes_services.empty()) {
     return InvalidArgument(
         "no source of hosts: give --hosts, --hosts-file, --dns or --kubernetes-service");
   }
@@ -178,6 +173,7 @@ StatusOr<DiscoveryOptions> ParseDiscoveryFlags(const std::vector<std::string>& a
                            std::to_string(snap.envoy_grpc_port) +
                            ": Envoy's two listeners need two ports");
   }
+  if (!o.source_interval_set) o.sources.interval = o.loop.poll_interval;
   if (!timeout_set) {
     o.loop.prober.timeout = std::min(o.loop.poll_interval, std::chrono::milliseconds(2000));
   }

@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "discovery/discovery_loop.h"
+#include "discovery/host_sources.h"
 
 namespace inferd::discovery {
 
@@ -17,14 +18,11 @@ struct DiscoveryOptions {
   std::string http_address = "0.0.0.0";
   int http_port = 18080;         // health, metrics, /v1/snapshot; 0: any free port
   std::string control_plane_id;  // default: the host name
-  // Host sources (each flag repeatable).
-  std::vector<std::string> hosts;                // --hosts HOST:PORT[,...]
-  std::vector<std::string> hosts_files;          // --hosts-file FILE
-  std::vector<std::string> dns;                  // --dns NAME:PORT
-  std::vector<std::string> kubernetes_services;  // --kubernetes-service NS/NAME:PORT
-  std::string kubernetes_api;                    // default: in-cluster
-  std::string kubernetes_token_file;
-  std::string kubernetes_ca_file;
+  // Host sources (host_sources.h parses their flags, each repeatable); the
+  // file and DNS sources re-read at the poll interval unless
+  // --source-interval-ms says otherwise.
+  HostSourceOptions sources;
+  bool source_interval_set = false;
   DiscoveryLoopOptions loop;
   bool help = false;
 };

@@ -1,16 +1,15 @@
 #include "discovery/host_prober.h"
 
-#include <arpa/inet.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
-#include <netdb.h>
-#include <sys/socket.h>
 
 #include <condition_variable>
 #include <mutex>
 
 #include "core/log.h"
+#include "core/model_name.h"
 #include "core/sanitize.h"
+#include "discovery/dns_host_source.h"
 #include "grpc_service.pb.h"
 
 namespace inferd::discovery {
@@ -19,38 +18,14 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kResolveEvery = std::chrono::seconds(30);
 
-bool IsPublishableModelName(std::string_view name) {
-  if (name.empty() || name.size() > 255) return false;
-  if (name.find("..") != std::string_view::npos) return false;
-  for (unsigned char c : name) {
-    if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') return false;
-  }
-  return true;
-}
-
 namespace {
 
-// The IP literal of `host` (itself when it already is one); empty when it
-// does not resolve.
+// The address of `host` (an IP literal stays itself); empty when it does not
+// resolve.
 std::string ResolveAddress(const std::string& host) {
-  in6_addr v6;
-  in_addr v4;
-  if (inet_pton(AF_INET, host.c_str(), &v4) == 1 || inet_pton(AF_INET6, host.c_str(), &v6) == 1) {
-    return host;
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return "";
-  char text[INET6_ADDRSTRLEN] = {};
-  const void* where =
-      found->ai_family == AF_INET6
-          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr)
-          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr);
-  std::string address;
-  if (inet_ntop(found->ai_family, where, text, sizeof text) != nullptr) address = text;
-  freeaddrinfo(found);
-  return address;
+  DnsAnswer answer = SystemResolve(host);
+  if (answer.kind != DnsAnswer::Kind::kAddresses || answer.addresses.empty()) return "";
+  return answer.addresses.front();
 }
 
 std::string GrpcTarget(const std::string& address, uint16_t port) {
@@ -231,7 +206,7 @@ void HostProber::ReadAnswers(Probe& probe, Clock::time_point now) {
   for (const auto& m : probe.index_response.models()) {
     const bool ready = m.state() == "READY";
     if (!ready && m.state() != "UNLOADING") continue;
-    if (!IsPublishableModelName(m.name())) {
+    if (!IsValidModelName(m.name())) {
       INFERD_LOG(Warning) << "host " << status.endpoint.id() << " lists a model named '"
                           << Bounded(m.name()) << "', which is not published";
       continue;

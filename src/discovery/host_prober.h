@@ -70,9 +70,4 @@ class HostProber {
   std::map<HostEndpoint, std::unique_ptr<HostState>> hosts_;
 };
 
-// Whether `name` may be published as a model (it goes into cluster and route
-// names): 1 to 255 bytes, no '/', '\\', ".." or control characters —
-// inferd's own rule, so a host answering garbage cannot inject routes.
-bool IsPublishableModelName(std::string_view name);
-
 }  // namespace inferd::discovery

@@ -27,19 +27,6 @@ using namespace inferd::discovery;
   std::exit(2);
 }
 
-HostSourceOptions SourceOptions(const DiscoveryOptions& o) {
-  HostSourceOptions s;
-  s.hosts = o.hosts;
-  s.hosts_files = o.hosts_files;
-  s.dns = o.dns;
-  s.kubernetes_services = o.kubernetes_services;
-  s.interval = o.loop.poll_interval;
-  s.kubernetes_api_url = o.kubernetes_api;
-  if (!o.kubernetes_token_file.empty()) s.kubernetes_token_file = o.kubernetes_token_file;
-  if (!o.kubernetes_ca_file.empty()) s.kubernetes_ca_file = o.kubernetes_ca_file;
-  return s;
-}
-
 std::string HostName() {
   char name[256] = {};
   if (gethostname(name, sizeof name - 1) != 0) return "inferd-discovery";
@@ -57,7 +44,7 @@ int main(int argc, char** argv) {
     std::cout << kDiscoveryUsage;
     return 0;
   }
-  auto sources = MakeHostSources(SourceOptions(o));
+  auto sources = MakeHostSources(o.sources);
   if (!sources.ok()) Usage(sources.status().message());
 
   AdsServer ads({.control_plane_id = o.control_plane_id.empty() ? HostName() : o.control_plane_id});
@@ -81,7 +68,7 @@ int main(int argc, char** argv) {
       o.loop, [&hosts] { return hosts.Current(); },
       [&ads, &service](std::shared_ptr<const XdsSnapshot> snapshot) {
         ads.Publish(std::move(snapshot));
-        UpdateXdsMetrics(ads.Stats(), service.metrics());
+        UpdateXdsMetrics(ads.Counters(), service.metrics());
       },
       &service.metrics());
 

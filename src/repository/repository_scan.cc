@@ -122,16 +122,6 @@ std::string SymlinkRules::Check(const std::string& link, const std::string& show
          "', outside every model repository; start inferd with " + kFollowFlag + " to follow it";
 }
 
-bool IsValidModelName(std::string_view name) {
-  if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
-  for (char ch : name) {
-    if (ch == '/' || ch == '\\' || static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
-      return false;
-    }
-  }
-  return name.find("..") == std::string_view::npos;
-}
-
 Status CheckRepositoryPath(const std::string& repository) {
   const std::string quoted = "model repository '" + repository + "'";
   struct stat st {};

@@ -1,7 +1,7 @@
 // Repository scanning on the local filesystem: pure looks at directories
 // that say which models and versions exist (LocalRepositorySource is built
-// on them), the symbolic-link rule, the check of a repository path, and the
-// model-name rule every front end applies.
+// on them), the symbolic-link rule and the check of a repository path. The
+// model-name rule every front end applies is core/model_name.h.
 //
 // Symbolic links (model directories, version directories, files or
 // directories anywhere below a model) are followed when their fully resolved
@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/model_name.h"  // IsValidModelName, used with the scan
 #include "core/status.h"
 
 namespace inferd {
@@ -55,10 +56,6 @@ struct ModelLocation {
   std::string directory;   // canonical model directory (the entry's path if unresolvable)
   std::string problem;     // non-empty: the model exists but may not be loaded
 };
-
-// True if `name` may name a model: non-empty, no '/', not "." or "..",
-// no NUL or control characters, at most 255 bytes.
-bool IsValidModelName(std::string_view name);
 
 // OK when `repository` names a directory this process can list. Otherwise
 // INVALID_ARGUMENT naming the path and why: it does not exist, is not a

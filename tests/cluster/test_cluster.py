@@ -61,6 +61,7 @@ import nginx_local  # noqa: E402
 REPO_ROOT = nginx_local.REPO_ROOT
 sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "e2e"))
 import harness  # noqa: E402  (the inferd launcher and the canonical test repository)
+import pb_wire  # noqa: E402
 
 INFERD_BIN = harness.INFERD_BIN
 INFER_PERF_BIN = os.environ.get("INFER_PERF_BIN", os.path.join(REPO_ROOT, "build", "bin", "infer-perf"))
@@ -410,52 +411,8 @@ class Host:
 # --------------------------------------------------------------------------------------------
 
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(num, payload):
-    """A length-delimited field (strings, bytes, messages, packed repeated)."""
-    if isinstance(payload, str):
-        payload = payload.encode()
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _fields(buf):
-    """Yields (field number, value) of one message level."""
-    i = 0
-    while i < len(buf):
-        key, i = _read_varint(buf, i)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            val, i = _read_varint(buf, i)
-        elif wire == 2:
-            n, i = _read_varint(buf, i)
-            val, i = buf[i:i + n], i + n
-        elif wire == 1:
-            val, i = buf[i:i + 8], i + 8
-        elif wire == 5:
-            val, i = buf[i:i + 4], i + 4
-        else:
-            raise ValueError("wire type %d" % wire)
-        yield num, val
-
-
-def _read_varint(buf, i):
-    n = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, i
+# Hand-encoded protobuf (tests/e2e/pb_wire.py).
+_varint, _field, _fields = pb_wire.varint, pb_wire.field, pb_wire.fields
 
 
 def grpc_infer_request(model, value):

@@ -37,7 +37,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -45,12 +44,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_cluster as tc  # noqa: E402  (networks, hosts, gRPC without generated code)
+import discovery_util as du  # noqa: E402  (tests/e2e, on the path through test_cluster)
 
 harness = tc.harness
 log = tc.log
-REPO_ROOT = tc.REPO_ROOT
-DISCOVERY_BIN = os.environ.get("INFERD_DISCOVERY_BIN",
-                               os.path.join(REPO_ROOT, "build", "bin", "inferd-discovery"))
+DISCOVERY_BIN = du.DISCOVERY_BIN
 POLL_MS = 250
 DELAY_MS = 50               # one host: at most 1000 / DELAY_MS inferences/s
 PER_HOST_CONCURRENCY = 4
@@ -71,77 +69,13 @@ def write_repository(root):
     harness.copy_test_models(root, ["simple"])
 
 
-class Discovery:
-    def __init__(self, tmp, hosts_file):
-        self.xds_port, self.http_port = tc.nginx_local.free_port(), tc.nginx_local.free_port()
-        self.log_path = os.path.join(tmp, "discovery.log")
-        self.bootstrap = os.path.join(tmp, "xds-bootstrap.json")
-        with open(self.bootstrap, "w") as f:
-            json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % self.xds_port,
-                                        "channel_creds": [{"type": "insecure"}],
-                                        "server_features": ["xds_v3"]}],
-                       "node": {"id": "test-client", "cluster": "tests"}}, f)
-        self.proc = subprocess.Popen(
-            [DISCOVERY_BIN, "--xds-address=127.0.0.1", "--xds-port=%d" % self.xds_port,
-             "--http-address=127.0.0.1", "--http-port=%d" % self.http_port,
-             "--hosts-file=" + hosts_file, "--poll-interval-ms=%d" % POLL_MS],
-            stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("inferd-discovery exited:\n" + self.log_text())
-            try:
-                if tc.http_request("127.0.0.1", self.http_port, "GET", "/health/ready",
-                                   timeout=1)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("inferd-discovery not ready:\n" + self.log_text())
-
-    def env(self):
-        return dict(os.environ, GRPC_XDS_BOOTSTRAP=self.bootstrap)
-
-    def snapshot(self):
-        status, body = tc.http_request("127.0.0.1", self.http_port, "GET", "/v1/snapshot")
-        return json.loads(body) if status == 200 else None
-
-    def ready_hosts(self, model=None):
-        snap = self.snapshot() or {}
-        return sorted(h["id"] for h in snap.get("discovery", {}).get("hosts", [])
-                      if h.get("ready") and (model is None or model in h.get("models", [])))
-
-    def metrics(self):
-        return tc.http_request("127.0.0.1", self.http_port, "GET", "/metrics")[1].decode()
-
-    def log_text(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                return None
-        return self.proc.returncode
-
-
 def eid(host):
     """The host's id in discovery's snapshot: HOST:GRPC_PORT."""
     return "%s:%d" % (host.addr, host.grpc_port)
 
 
 def write_hosts(path, hosts):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("# inferd hosts (HOST:GRPC_PORT)\n")
-        for h in hosts:
-            f.write("%s:%d\n" % (h.addr, h.grpc_port))
-    os.replace(tmp, path)
+    du.write_hosts(path, [eid(h) for h in hosts])
 
 
 def inference_count(host, model):
@@ -156,42 +90,14 @@ def inference_count(host, model):
     return sum(m.get("inference_count", 0) for m in json.loads(body).get("model_stats", []))
 
 
-WINDOW_RE = re.compile(r"window (\d+): ([\d.]+) infer/s, (\d+) requests, (\d+) errors")
-
-
-class PerfRun:
-    """infer-perf over xds:///inferd with per-window lines (-v) read as they come."""
-
-    def __init__(self, discovery, concurrency, windows):
-        cmd = [tc.INFER_PERF_BIN, "-m", "delay", "-i", "grpc", "-u", "xds:///inferd",
-               "--concurrency-range", str(concurrency),
-               "--measurement-interval", str(int(WINDOW_S * 1000)),
-               "--stability-percentage", "0", "--max-trials", str(windows),
-               "--warmup-ms", "500", "-v", "--json"]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=discovery.env())
-        self.windows = []   # (end time, throughput, requests, errors)
-        self.stderr = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for raw in self.proc.stderr:
-            line = raw.decode(errors="replace").rstrip()
-            self.stderr.append(line)
-            m = WINDOW_RE.search(line)
-            if m:
-                self.windows.append((time.time(), float(m.group(2)), int(m.group(3)),
-                                     int(m.group(4))))
-
-    def wait(self, timeout):
-        out = self.proc.communicate(timeout=timeout)[0]
-        self.reader.join(5)
-        return self.proc.returncode, out
-
-    def windows_between(self, start, end):
-        """Windows that began after `start` and ended before `end`."""
-        return [w for w in self.windows if w[0] - WINDOW_S >= start and w[0] <= end]
+def perf_run(discovery, concurrency, windows):
+    """infer-perf over xds:///inferd, its -v window lines read as they come."""
+    cmd = [tc.INFER_PERF_BIN, "-m", "delay", "-i", "grpc", "-u", "xds:///inferd",
+           "--concurrency-range", str(concurrency),
+           "--measurement-interval", str(int(WINDOW_S * 1000)),
+           "--stability-percentage", "0", "--max-trials", str(windows),
+           "--warmup-ms", "500", "-v", "--json"]
+    return du.PerfWindows(cmd, discovery.env(), WINDOW_S)
 
 
 def mean(xs):
@@ -215,19 +121,19 @@ def scale_out(net_hosts, discovery, hosts_file, checks, results):
     checks.check(wait_until(lambda: discovery.ready_hosts("delay") == [eid(h1)], 10),
                  "discovery publishes h1")
     phase = 4  # windows per phase
-    perf = PerfRun(discovery, PER_HOST_CONCURRENCY * 3, windows=3 * phase + 3)
+    perf = perf_run(discovery, PER_HOST_CONCURRENCY * 3, windows=3 * phase + 3)
     marks = {}
     # Phase boundaries: after `phase` windows, add a host; settle one window.
     for name, host, n in (("h2", h2, 2), ("h3", h3, 3)):
         if not wait_until(lambda: len(perf.windows) >= phase * (n - 1), phase * WINDOW_S * 3 + 30):
             break
         before = inference_count(host, "delay") or 0
-        added = time.time()
+        added = time.monotonic()
         write_hosts(hosts_file, [h1, h2, h3][:n])
         published = wait_until(lambda: eid(host) in discovery.ready_hosts("delay"), 10)
-        t_pub = time.time() if published else None
+        t_pub = time.monotonic() if published else None
         got = wait_until(lambda: (inference_count(host, "delay") or 0) > before, 10, step=0.01)
-        t_traffic = time.time() if got else None
+        t_traffic = time.monotonic() if got else None
         marks[n] = added
         results["added_%s" % name] = {
             "published_ms": None if t_pub is None else round((t_pub - added) * 1000),
@@ -238,18 +144,18 @@ def scale_out(net_hosts, discovery, hosts_file, checks, results):
         checks.check(t_traffic is not None, "%s receives traffic after it is added" % name)
     # Phase 2: drain h1 during the last windows.
     wait_until(lambda: len(perf.windows) >= 3 * phase, phase * WINDOW_S * 3 + 30)
-    t_drain = time.time()
+    t_drain = time.monotonic()
     h1.drain()
     drained_out = wait_until(lambda: eid(h1) not in discovery.ready_hosts(), 5)
-    results["drain_unpublished_ms"] = (round((time.time() - t_drain) * 1000)
+    results["drain_unpublished_ms"] = (round((time.monotonic() - t_drain) * 1000)
                                        if drained_out else None)
     checks.check(drained_out, "h1 leaves the assignment while draining")
     rc, out = perf.wait(120)
     checks.check(rc == 0, "infer-perf over xds:/// exits 0 (rc %s)" % rc)
 
-    t1 = [w[1] for w in perf.windows_between(0, marks.get(2, 0))]
-    t2 = [w[1] for w in perf.windows_between(marks.get(2, 0) + 1.0, marks.get(3, 0))]
-    t3 = [w[1] for w in perf.windows_between(marks.get(3, 0) + 1.0, t_drain)]
+    t1 = [w[1] for w in perf.between(0, marks.get(2, 0))]
+    t2 = [w[1] for w in perf.between(marks.get(2, 0) + 1.0, marks.get(3, 0))]
+    t3 = [w[1] for w in perf.between(marks.get(3, 0) + 1.0, t_drain)]
     errors = sum(w[3] for w in perf.windows)
     results.update(one_host=mean(t1[1:] or t1), two_hosts=mean(t2), three_hosts=mean(t3),
                    windows=[round(w[1], 1) for w in perf.windows], errors=errors)
@@ -384,7 +290,8 @@ def main():
             hosts.append(tc.Host(net, i, repo, tmp, extra).start())
         hosts_file = os.path.join(tmp, "hosts")
         write_hosts(hosts_file, [])
-        discovery = Discovery(tmp, hosts_file)
+        discovery = du.Discovery(tmp, ["--hosts-file=" + hosts_file,
+                                       "--poll-interval-ms=%d" % POLL_MS]).wait_ready()
         scale_out(hosts, discovery, hosts_file, checks, results)
         model_routing(hosts, discovery, checks, results)
         fleet_spread(hosts[1:], discovery, checks, results)
@@ -412,7 +319,7 @@ def main():
             for h in hosts:
                 print("---- %s log ----\n%s" % (h.name, h.log_text()[-3000:]))
             if discovery is not None:
-                print("---- discovery log ----\n" + discovery.log_text()[-5000:])
+                print("---- discovery log ----\n" + discovery.log()[-5000:])
         if discovery is not None:
             discovery.stop()
         for h in hosts:

@@ -15,10 +15,11 @@ TEST(DiscoveryFlags, BothFlagFormsAndRepeatableSources) {
   ASSERT_TRUE(o.ok()) << o.status().message();
   EXPECT_EQ(o->xds_port, 19000);
   EXPECT_EQ(o->http_port, 0);
-  EXPECT_EQ(o->hosts, (std::vector<std::string>{"10.0.0.1:8001", "10.0.0.2:8001"}));
-  EXPECT_EQ(o->hosts_files, std::vector<std::string>{"/etc/h"});
-  EXPECT_EQ(o->dns, std::vector<std::string>{"inferd-headless:8001"});
-  EXPECT_EQ(o->kubernetes_services, std::vector<std::string>{"ns/inferd:grpc"});
+  EXPECT_EQ(o->sources.hosts, (std::vector<std::string>{"10.0.0.1:8001", "10.0.0.2:8001"}));
+  EXPECT_EQ(o->sources.hosts_files, std::vector<std::string>{"/etc/h"});
+  EXPECT_EQ(o->sources.dns, std::vector<std::string>{"inferd-headless:8001"});
+  EXPECT_EQ(o->sources.kubernetes_services, std::vector<std::string>{"ns/inferd:grpc"});
+  EXPECT_EQ(o->sources.interval.count(), 250);  // the poll interval
   EXPECT_EQ(o->loop.poll_interval.count(), 250);
   EXPECT_EQ(o->loop.prober.timeout.count(), 250);  // defaults to the interval
   ASSERT_EQ(o->loop.prober.metadata.size(), 1u);
@@ -54,8 +55,8 @@ TEST(DiscoveryFlags, RefusalsNameTheProblem) {
       {{"--hosts=h:1", "--poll-interval-ms=5"}, "--poll-interval-ms"},
       {{"--hosts=h:1", "--envoy-grpc-port=0"}, "--envoy-grpc-port"},
       {{"--hosts=h:1", "--fleet-name=a/b"}, "without '/'"},
-      {{"--hosts=h:1", "--probe-header=novalue"}, "'NAME: VALUE'"},
-      {{"--hosts=h:1", "--probe-header=bad name: v"}, "not a metadata name"},
+      {{"--hosts=h:1", "--probe-header=novalue"}, "is not 'name: value'"},
+      {{"--hosts=h:1", "--probe-header=bad name: v"}, "is not [0-9a-z_.-]"},
       {{"--hosts=h:1", "--nope=1"}, "unknown flag --nope"},
       {{"--hosts"}, "missing value after --hosts"},
       {{"--hosts=h:1", "stray"}, "unexpected argument 'stray'"},

@@ -14,38 +14,22 @@ Skipped when the inferd-discovery binary is not built."""
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
-import urllib.error
-import urllib.request
 
+import discovery_util
 import harness
+from discovery_util import Discovery
 import pipeline_util as pu
 
 BIN_DIR = os.path.dirname(harness.INFERD_BIN)
-DISCOVERY_BIN = os.environ.get("INFERD_DISCOVERY_BIN", os.path.join(BIN_DIR, "inferd-discovery"))
+DISCOVERY_BIN = discovery_util.DISCOVERY_BIN
 PERF_BIN = os.environ.get("INFER_PERF_BIN", os.path.join(BIN_DIR, "infer-perf"))
 INFER_BIN = os.environ.get("INFER_BIN", os.path.join(BIN_DIR, "infer"))
 MODEL_A, MODEL_B = "simple", "identity_int32"
 POLL_MS = 200
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(port, path, timeout=2):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def metadata_request(name):
@@ -72,52 +56,24 @@ class DiscoveryClientsTest(unittest.TestCase):
 
     @classmethod
     def start_discovery(cls):
-        cls.xds_port, cls.http_port = free_port(), free_port()
-        cls.bootstrap = os.path.join(cls.tmp, "xds-bootstrap.json")
-        with open(cls.bootstrap, "w") as f:
-            json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % cls.xds_port,
-                                        "channel_creds": [{"type": "insecure"}],
-                                        "server_features": ["xds_v3"]}],
-                       "node": {"id": "test-discovery-clients", "cluster": "tests"}}, f)
-        cls.log_path = os.path.join(cls.tmp, "discovery.log")
         hosts = ",".join("127.0.0.1:%d" % h.grpc_port for h in cls.hosts)
-        with open(cls.log_path, "wb") as log:
-            cls.discovery = subprocess.Popen(
-                [DISCOVERY_BIN, "--xds-address=127.0.0.1", "--xds-port=%d" % cls.xds_port,
-                 "--http-address=127.0.0.1", "--http-port=%d" % cls.http_port,
-                 "--hosts=" + hosts, "--poll-interval-ms=%d" % POLL_MS],
-                stdout=log, stderr=subprocess.STDOUT)
+        cls.discovery = Discovery(cls.tmp, ["--hosts=" + hosts, "--poll-interval-ms=%d" % POLL_MS],
+                                  name="discovery-clients").wait_ready()
+        cls.bootstrap = cls.discovery.bootstrap
         # Ready once both hosts are ready with their model in the snapshot.
-        want = {"127.0.0.1:%d" % h.grpc_port: m for h, m in zip(cls.hosts, (MODEL_A, MODEL_B))}
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if cls.discovery.poll() is not None:
-                raise RuntimeError("inferd-discovery exited:\n" + cls.discovery_log())
-            try:
-                status, body = http_get(cls.http_port, "/v1/snapshot")
-                hosts = json.loads(body).get("discovery", {}).get("hosts", []) if status == 200 else []
-                seen = {h.get("id"): h for h in hosts if h.get("ready")}
-                if all(k in seen and m in seen[k].get("models", []) for k, m in want.items()):
-                    return
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("inferd-discovery never saw both hosts ready:\n" + cls.discovery_log())
+        cls.discovery.wait_for(
+            lambda: all(cls.discovery.ready_hosts(m) == ["127.0.0.1:%d" % h.grpc_port]
+                        for h, m in zip(cls.hosts, (MODEL_A, MODEL_B))),
+            timeout=30, what="both hosts ready with their model")
 
     @classmethod
     def discovery_log(cls):
-        with open(cls.log_path, "rb") as f:
-            return f.read().decode(errors="replace")[-4000:]
+        return cls.discovery.log()[-4000:]
 
     @classmethod
     def tearDownClass(cls):
-        if cls.discovery is not None and cls.discovery.poll() is None:
-            cls.discovery.terminate()
-            try:
-                cls.discovery.wait(10)
-            except subprocess.TimeoutExpired:
-                cls.discovery.kill()
-                cls.discovery.wait()
+        if cls.discovery is not None:
+            cls.discovery.stop()
         for h in cls.hosts:
             h.stop()
         shutil.rmtree(cls.tmp, ignore_errors=True)

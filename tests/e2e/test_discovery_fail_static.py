@@ -3,8 +3,7 @@
 host is stopped with SIGSTOP, so every probe times out), it keeps the last
 assignment instead of publishing an empty one, says so in its metrics, and
 publishes again once hosts answer. A host that answers "not ready" still
-leaves (test_discovery_cluster.py drains one). Helpers from
-test_discovery_faults.py."""
+leaves (test_discovery_cluster.py drains one)."""
 
 import os
 import shutil
@@ -15,20 +14,23 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import discovery_util as du  # noqa: E402
 import harness  # noqa: E402
-import test_discovery_faults as faults  # noqa: E402
+
+MODEL = "simple"
+POLL_MS = 200
 
 
-@unittest.skipUnless(os.access(faults.DISCOVERY_BIN, os.X_OK),
-                     "inferd-discovery not built: " + faults.DISCOVERY_BIN)
+@unittest.skipUnless(os.access(du.DISCOVERY_BIN, os.X_OK),
+                     "inferd-discovery not built: " + du.DISCOVERY_BIN)
 class FailStaticTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="inferd-discovery-fail-static-")
-        repo = harness.copy_test_models(os.path.join(self.tmp, "repo"), [faults.MODEL])
+        repo = harness.copy_test_models(os.path.join(self.tmp, "repo"), [MODEL])
         self.host = harness.GrpcServer([repo]).start()
-        self.discovery = faults.Discovery(
+        self.discovery = du.Discovery(
             self.tmp, ["--hosts=127.0.0.1:%d" % self.host.grpc_port,
-                       "--poll-interval-ms=%d" % faults.POLL_MS])
+                       "--poll-interval-ms=%d" % POLL_MS])
 
     def tearDown(self):
         self.host.proc.send_signal(signal.SIGCONT)
@@ -37,7 +39,7 @@ class FailStaticTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def fail_static(self):
-        return faults.metric(self.discovery.metrics(), "discovery_fail_static")
+        return du.metric(self.discovery.metrics(), "discovery_fail_static")
 
     def test_keeps_the_last_assignment_while_no_host_answers(self):
         d = self.discovery
@@ -49,11 +51,11 @@ class FailStaticTest(unittest.TestCase):
         self.host.proc.send_signal(signal.SIGSTOP)
         d.wait_for(lambda: self.fail_static() == 1, what="fail static")
         self.assertFalse(any(h["ready"] for h in d.hosts().values()))
-        time.sleep(3 * faults.POLL_MS / 1000)
+        time.sleep(3 * POLL_MS / 1000)
         snap = d.snapshot()
         self.assertEqual(snap["xds"]["versions"]["endpoint"], endpoint_version,
                          "the assignment is not replaced while no host answers")
-        self.assertIn("inferd/" + faults.MODEL, d.resources("ClusterLoadAssignment"))
+        self.assertIn("inferd/" + MODEL, d.resources("ClusterLoadAssignment"))
         self.assertIn("keeping the last assignment", d.log())
 
         self.host.proc.send_signal(signal.SIGCONT)

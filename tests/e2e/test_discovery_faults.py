@@ -27,7 +27,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -35,19 +34,19 @@ import tempfile
 import threading
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
+import pb_wire  # noqa: E402
+import discovery_util  # noqa: E402
+from discovery_util import Discovery, free_port, http_get, metric  # noqa: E402
 
 try:
     import grpc
 except ImportError:
     grpc = None
 
-BIN_DIR = os.path.dirname(harness.INFERD_BIN)
-DISCOVERY_BIN = os.environ.get("INFERD_DISCOVERY_BIN", os.path.join(BIN_DIR, "inferd-discovery"))
+DISCOVERY_BIN = discovery_util.DISCOVERY_BIN
 SERVICE = "/inference.GRPCInferenceService/"
 MODEL = "simple"
 POLL_MS = 200
@@ -57,20 +56,7 @@ VALID_NAME = "valid_model"
 
 # ---- protobuf by hand (no generated code) ----------------------------------------------
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(num, payload):
-    if isinstance(payload, str):
-        payload = payload.encode()
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
+_varint, _field = pb_wire.varint, pb_wire.field
 
 
 def index_response(names):
@@ -250,100 +236,6 @@ class RawServer:
         self.sock.close()
         for c in self.held:
             c.close()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def http_get(port, path, timeout=5):
-    try:
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
-def metric(text, name):
-    """The sum of a metric's samples (every label set) in Prometheus text."""
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith(name + " ") or line.startswith(name + "{"):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
-
-
-class Discovery:
-    def __init__(self, tmp, args, xds_port=None, http_port=None, name="discovery"):
-        self.xds_port, self.http_port = xds_port or free_port(), http_port or free_port()
-        self.bootstrap = os.path.join(tmp, name + "-bootstrap.json")
-        with open(self.bootstrap, "w") as f:
-            json.dump({"xds_servers": [{"server_uri": "127.0.0.1:%d" % self.xds_port,
-                                        "channel_creds": [{"type": "insecure"}],
-                                        "server_features": ["xds_v3"]}],
-                       "node": {"id": "test-" + name, "cluster": "tests"}}, f)
-        self.log_path = os.path.join(tmp, name + ".log")
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                [DISCOVERY_BIN, "--xds-address=127.0.0.1", "--xds-port=%d" % self.xds_port,
-                 "--http-address=127.0.0.1", "--http-port=%d" % self.http_port] + args,
-                stdout=log, stderr=subprocess.STDOUT)
-
-    def wait_ready(self, timeout=20):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("inferd-discovery exited:\n" + self.log())
-            try:
-                if http_get(self.http_port, "/health/ready", 1)[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("inferd-discovery not ready:\n" + self.log())
-
-    def snapshot(self):
-        return json.loads(http_get(self.http_port, "/v1/snapshot")[1])
-
-    def hosts(self):
-        return {h["id"]: h for h in self.snapshot()["discovery"]["hosts"]}
-
-    def resources(self, suffix):
-        for type_url, names in self.snapshot()["discovery"]["resources"].items():
-            if type_url.endswith("." + suffix):
-                return names
-        return []
-
-    def metrics(self):
-        return http_get(self.http_port, "/metrics")[1].decode()
-
-    def wait_for(self, pred, timeout=20, what="condition"):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if pred():
-                    return
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.1)
-        raise AssertionError("%s: not within %ss\n%s\n%s" % (what, timeout, self.snapshot(),
-                                                             self.log()[-3000:]))
-
-    def log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
 
 
 @unittest.skipUnless(os.access(DISCOVERY_BIN, os.X_OK), "inferd-discovery not built: " + DISCOVERY_BIN)

@@ -5,8 +5,7 @@
 
 #include <atomic>
 
-#include "fake_clock.h"
-#include "fake_repository_source.h"
+#include "model_manager_fixture.h"
 #include "repository/model_config_util.h"
 #include "repository/model_manager.h"
 #include "repository/repository_poller.h"
@@ -18,70 +17,21 @@ using namespace std::chrono_literals;
 
 std::string AddSub(const std::string& name, const std::string& dtype = "TYPE_FP32",
                    const std::string& extra = "") {
-  return "name: \"" + name + "\"\nbackend: \"add_sub\"\nmax_batch_size: 0\n" +
-         "input [{ name: \"INPUT0\" data_type: " + dtype + " dims: [4] },\n" +
-         "       { name: \"INPUT1\" data_type: " + dtype + " dims: [4] }]\n" +
-         "output [{ name: \"OUTPUT0\" data_type: " + dtype + " dims: [4] },\n" +
-         "        { name: \"OUTPUT1\" data_type: " + dtype + " dims: [4] }]\n" + extra;
+  return testing::AddSubConfig(name, dtype, extra);
 }
 
 constexpr char kDecoupledReason[] =
     "decoupled models (model_transaction_policy.decoupled: true) are not supported by this "
     "server yet";
 
-class ModelLifecycleTest : public ::testing::Test {
+class ModelLifecycleTest : public testing::ModelManagerFixture {
  protected:
-  void SetUp() override {
-    source_ = std::make_shared<testing::FakeRepositorySource>(
-        std::filesystem::temp_directory_path() /
-        ("inferd_lifecycle_" +
-         std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())));
-    source_->SetModel("m", AddSub("m"), {1});
-    registry_ = BackendRegistry::WithBuiltins();
-  }
-  void TearDown() override {
-    poller_.reset();
-    manager_.reset();
-  }
-
-  ModelManager& Make(ModelControlMode mode) {
-    ModelManagerOptions o;
-    o.source = source_;
-    o.clock = &clock_;
-    o.mode = mode;
-    o.registry = registry_.get();
-    manager_ = std::make_unique<ModelManager>(o);
-    return *manager_;
-  }
-
-  // Starts polling every 15 s (of the fake clock).
-  void StartPolling() {
-    poller_ = std::make_unique<RepositoryPoller>(&clock_, 15s, [this] { manager_->PollOnce(); });
-  }
-  // Moves the clock one interval and waits for the pass it starts.
-  void PollPass() {
-    clock_.Advance(15s);
-    passes_ = poller_->AwaitPass(passes_);
-  }
+  ModelManager& Make(ModelControlMode mode) { return NewManager(mode); }
 
   std::shared_ptr<ModelVersion> Serving(const std::string& name) {
     auto v = manager_->Get(name, -1);
     return v.ok() ? *v : nullptr;
   }
-  std::vector<ModelIndexEntry> Entries(const std::string& name) {
-    std::vector<ModelIndexEntry> out;
-    for (auto& e : manager_->Index(false)) {
-      if (e.name == name) out.push_back(e);
-    }
-    return out;
-  }
-
-  testing::FakeClock clock_;
-  std::shared_ptr<testing::FakeRepositorySource> source_;
-  std::unique_ptr<BackendRegistry> registry_;
-  std::unique_ptr<ModelManager> manager_;
-  std::unique_ptr<RepositoryPoller> poller_;
-  uint64_t passes_ = 0;
 };
 
 TEST_F(ModelLifecycleTest, PollPicksUpNewVersionsNewModelsAndRemovals) {

@@ -7,8 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "fake_clock.h"
-#include "fake_repository_source.h"
+#include "model_manager_fixture.h"
 #include "repository/lifecycle_plan.h"
 #include "repository/model_manager.h"
 #include "repository/repository_poller.h"
@@ -109,13 +108,7 @@ TEST(UnloadDelayPlanTest, MarkAndCancel) {
 
 // ---- the manager ----------------------------------------------------------------
 
-std::string AddSub(const std::string& name) {
-  return "name: \"" + name + "\"\nbackend: \"add_sub\"\nmax_batch_size: 0\n" +
-         "input [{ name: \"INPUT0\" data_type: TYPE_FP32 dims: [4] },\n" +
-         "       { name: \"INPUT1\" data_type: TYPE_FP32 dims: [4] }]\n" +
-         "output [{ name: \"OUTPUT0\" data_type: TYPE_FP32 dims: [4] },\n" +
-         "        { name: \"OUTPUT1\" data_type: TYPE_FP32 dims: [4] }]\n";
-}
+std::string AddSub(const std::string& name) { return testing::AddSubConfig(name); }
 
 // What an asynchronous unload was answered, once it is.
 struct Answer {
@@ -132,34 +125,15 @@ struct Answer {
   }
 };
 
-class UnloadDelayTest : public ::testing::Test {
+class UnloadDelayTest : public testing::ModelManagerFixture {
  protected:
-  void SetUp() override {
-    source_ = std::make_shared<testing::FakeRepositorySource>(
-        std::filesystem::temp_directory_path() /
-        ("inferd_unload_delay_" +
-         std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())));
-    source_->SetModel("m", AddSub("m"), {1});
-    registry_ = BackendRegistry::WithBuiltins();
-  }
-  void TearDown() override {
-    poller_.reset();
-    manager_.reset();
-  }
-
   ModelManager& Make(ModelControlMode mode, std::chrono::seconds delay) {
-    ModelManagerOptions o;
-    o.source = source_;
-    o.clock = &clock_;
-    o.mode = mode;
-    o.registry = registry_.get();
-    o.unload_delay = delay;
-    manager_ = std::make_unique<ModelManager>(o);
-    EXPECT_TRUE(manager_->LoadStartupModels().ok());
+    ModelManager& m = NewManager(mode, delay);
+    EXPECT_TRUE(m.LoadStartupModels().ok());
     if (mode == ModelControlMode::kExplicit) {
-      EXPECT_TRUE(manager_->Load("m", std::nullopt).ok());
+      EXPECT_TRUE(m.Load("m", std::nullopt).ok());
     }
-    return *manager_;
+    return m;
   }
 
   ModelState State(const std::string& name) {
@@ -181,12 +155,6 @@ class UnloadDelayTest : public ::testing::Test {
     for (int i = 0; i < 10000 && !done(); ++i) std::this_thread::sleep_for(1ms);
     return done();
   }
-
-  testing::FakeClock clock_;
-  std::shared_ptr<testing::FakeRepositorySource> source_;
-  std::unique_ptr<BackendRegistry> registry_;
-  std::unique_ptr<ModelManager> manager_;
-  std::unique_ptr<RepositoryPoller> poller_;
 };
 
 TEST_F(UnloadDelayTest, UnloadingServesUntilTheDelayThenUnloads) {
