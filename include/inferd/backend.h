@@ -1,4 +1,4 @@
-/* inferd backend ABI, version 1: the only header a backend sees.
+/* inferd backend ABI, version 2: the only header a backend sees.
  *
  * A backend is a shared library named libinferd_<name>.so in the server's
  * --backend-directory. It exports one symbol, inferd_backend_entry, which
@@ -40,10 +40,24 @@
  * deletes it with error_delete.
  *
  * Versioning: INFERD_BACKEND_ABI_VERSION changes whenever any type or
- * function here changes. The server loads only backends whose table carries
- * exactly its version and refuses the others with a clear load error. Only
- * the abi_version fields, which come first in both tables, are promised to
- * stay where they are.
+ * function here changes. Version 2 only appends: fields at the end of
+ * InferdModelInfo and InferdHostApi (marked "v2"), and new opaque types. A
+ * server of version 2 therefore loads backends built for version 1 or 2 (the
+ * table's abi_version says which) and hands both the same host table; a v1
+ * backend simply never reads past the fields it knows. Backends of any other
+ * version are refused with a clear load error. Only the abi_version fields,
+ * which come first in both tables, are promised to stay where they are.
+ *
+ * Version 2 adds (docs/backends.md, "Decoupled backends" and "Calling other
+ * models"):
+ *   - request metadata: correlation id, sequence flags, timeout, custom
+ *     parameters as JSON, the requested output names;
+ *   - response factories: a request's answers sent by the backend itself,
+ *     0..N of them, from any thread, after instance_execute returned
+ *     (decoupled models), or exactly one (any model);
+ *   - calls into the server: a backend starts an inference request on any
+ *     model of the server and receives its responses through a callback
+ *     (Triton's "BLS").
  */
 #ifndef INFERD_BACKEND_H_
 #define INFERD_BACKEND_H_
@@ -54,7 +68,9 @@
 extern "C" {
 #endif
 
-#define INFERD_BACKEND_ABI_VERSION 1u
+#define INFERD_BACKEND_ABI_VERSION 2u
+/* The oldest backend ABI this header's server still loads. */
+#define INFERD_BACKEND_ABI_MIN_VERSION 1u
 
 /* Marks the entry point for export from a shared library. Link backends with
  * a version script that exports only inferd_backend_entry
@@ -129,6 +145,31 @@ enum {
 typedef int32_t InferdLogLevel;
 enum { INFERD_LOG_INFO = 0, INFERD_LOG_WARNING = 1, INFERD_LOG_ERROR = 2 };
 
+/* v2: request flags of a sequence request (request_flags). */
+enum { INFERD_REQUEST_SEQUENCE_START = 1, INFERD_REQUEST_SEQUENCE_END = 2 };
+
+/* v2: response_send flags. */
+enum { INFERD_RESPONSE_FINAL = 1 };
+
+/* v2: the type of a parameter value (response_set_parameter,
+ * infer_set_parameter): value points at an int32_t holding 0/1 for BOOL, an
+ * int64_t for INT, a double for DOUBLE, a NUL-terminated string for STRING. */
+typedef int32_t InferdParameterType;
+enum {
+  INFERD_PARAMETER_BOOL = 0,
+  INFERD_PARAMETER_INT = 1,
+  INFERD_PARAMETER_DOUBLE = 2,
+  INFERD_PARAMETER_STRING = 3
+};
+
+/* v2: which kind of correlation id a request carries. */
+typedef int32_t InferdCorrelationKind;
+enum {
+  INFERD_CORRELATION_NONE = 0,
+  INFERD_CORRELATION_UINT = 1,
+  INFERD_CORRELATION_STRING = 2
+};
+
 /* ---- opaque server objects ---------------------------------------------- */
 
 /* An error: a code and a message. Created by error_new; see the ownership
@@ -138,6 +179,35 @@ typedef struct InferdError InferdError;
 /* One request of a batch, valid only during the instance_execute call that
  * received it. */
 typedef struct InferdRequest InferdRequest;
+
+/* v2: where the answers to one request go, once the backend has taken them
+ * over with response_factory_new. Owned by the backend until
+ * response_factory_delete; usable from any thread, one call at a time (the
+ * backend serialises its own calls on one factory). */
+typedef struct InferdResponseFactory InferdResponseFactory;
+
+/* v2: one response: built by the backend (response_new) and sent or deleted,
+ * or received from the server (an infer callback) and deleted. */
+typedef struct InferdResponse InferdResponse;
+
+/* v2: an inference request the backend builds and starts on a model of this
+ * server (infer_new ... infer_start). */
+typedef struct InferdInferCall InferdInferCall;
+
+/* v2: the server's side of a loaded model version (InferdModelInfo.host_model),
+ * valid until model_finalize returns. */
+typedef struct InferdHostModel InferdHostModel;
+
+/* v2: receives the responses of a call started with infer_start. Called one
+ * or more times, from any thread (possibly before infer_start returns), the
+ * last time with INFERD_RESPONSE_FINAL in `flags`, never after that. Each
+ * call carries a response (the receiver owns it: read it with
+ * response_output_count/response_output, then response_delete), or an error
+ * (the receiver owns it: error_delete), or neither (a FINAL flag alone).
+ * A failed request is one call with the error and FINAL. The callback must
+ * not block for long: it runs on a server thread. */
+typedef void (*InferdInferCallback)(void* user_data, InferdResponse* response, InferdError* error,
+                                    uint32_t flags);
 
 /* ---- descriptions the server fills in ----------------------------------- */
 
@@ -183,6 +253,9 @@ typedef struct InferdModelInfo {
   const InferdParameter* parameters;
   uint32_t control_count;
   const InferdControlInput* controls;
+  /* v2 */
+  int32_t decoupled;          /* 1: model_transaction_policy { decoupled: true } */
+  InferdHostModel* host_model; /* for model_set_unavailable */
 } InferdModelInfo;
 
 /* The instance being created; valid during instance_initialize only (copy
@@ -254,6 +327,121 @@ typedef struct InferdHostApi {
    * `error`. The other requests of the batch are unaffected. Only the first
    * error set on a request counts; outputs it already has are discarded. */
   void (*request_set_error)(InferdRequest* request, InferdError* error);
+
+  /* ---- v2: request metadata (during instance_execute only; strings stay
+   * valid for the same time) ---- */
+
+  /* INFERD_CORRELATION_NONE/UINT/STRING; fills *uint_id or *string_id
+   * (either pointer may be NULL when the caller does not want it). */
+  InferdCorrelationKind (*request_correlation_id)(const InferdRequest* request, uint64_t* uint_id,
+                                                  const char** string_id);
+  /* INFERD_REQUEST_SEQUENCE_START | INFERD_REQUEST_SEQUENCE_END bits. */
+  uint32_t (*request_flags)(const InferdRequest* request);
+  /* The request's timeout in microseconds; 0 = none. */
+  uint64_t (*request_timeout_us)(const InferdRequest* request);
+  /* The request's custom parameters (those the server does not interpret)
+   * as one JSON object, e.g. {"temperature":0.5,"mode":"fast"}; "{}" when
+   * none. */
+  const char* (*request_parameters_json)(const InferdRequest* request);
+  /* The outputs the client asked for, in its order; when it named none, the
+   * model's configured outputs. */
+  uint32_t (*request_output_name_count)(const InferdRequest* request);
+  const char* (*request_output_name)(const InferdRequest* request, uint32_t index);
+  /* 1 once the client has gone away (disconnect, gRPC cancel, deadline) or
+   * the request timed out; the backend may stop early. */
+  int32_t (*request_is_cancelled)(const InferdRequest* request);
+
+  /* ---- v2: response factories ----
+   *
+   * response_factory_new takes a request's answer over from the
+   * instance_execute protocol: from then on the request is answered only
+   * through the factory, and the outputs allocated on the request itself are
+   * ignored. At most one factory per request; FAILED_PRECONDITION for a
+   * second. The factory (and the answers through it) may outlive
+   * instance_execute; the request itself may not be read after
+   * instance_execute returns: copy what the answers need first.
+   *
+   * A decoupled model sends 0..N responses and then INFERD_RESPONSE_FINAL
+   * (with the last response or alone). A model that is not decoupled sends
+   * exactly one response, with FINAL or followed by a FINAL alone.
+   * An error set on the request (request_set_error, or an error returned by
+   * instance_execute) after its factory exists is sent through the factory
+   * as the final answer, unless FINAL was sent already.
+   * Deleting a factory before FINAL was sent finishes the request with
+   * INTERNAL "backend released the request without a final response". */
+  InferdError* (*response_factory_new)(InferdRequest* request, InferdResponseFactory** factory);
+  /* 1 once the client has gone away; further responses would be dropped. */
+  int32_t (*response_factory_is_cancelled)(const InferdResponseFactory* factory);
+  void (*response_factory_delete)(InferdResponseFactory* factory);
+
+  /* A new, empty response for the factory's request; the backend owns it
+   * until it sends or deletes it. */
+  InferdError* (*response_new)(InferdResponseFactory* factory, InferdResponse** response);
+  /* Allocates output `name` of a response, with request_output_alloc's
+   * rules (the model's configured outputs; datatype and byte size checked).
+   * The buffer belongs to the response. Outputs the client did not ask for
+   * are dropped when the response is sent. */
+  InferdError* (*response_output_alloc)(InferdResponse* response, const char* name,
+                                        InferdDataType datatype, const int64_t* shape,
+                                        uint32_t dims_count, uint64_t byte_size,
+                                        InferdMemoryType* memory_type, int64_t* device_id,
+                                        void** buffer);
+  /* Sets a response parameter (e.g. for the generate extension's JSON);
+   * `value` as InferdParameterType says; copied. */
+  InferdError* (*response_set_parameter)(InferdResponse* response, const char* key,
+                                         InferdParameterType type, const void* value);
+  /* Sends through `factory`: `response` (may be NULL only with FINAL), or,
+   * when `error` is not NULL, that error as this request's answer (the
+   * response, if any, is then discarded; an error is always final). The
+   * server takes ownership of `response` and `error` in every case, also when
+   * it returns an error: FAILED_PRECONDITION after FINAL was sent, or for a
+   * second response of a model that is not decoupled; INVALID_ARGUMENT for
+   * unknown flags or flags 0 without a response. */
+  InferdError* (*response_send)(InferdResponseFactory* factory, InferdResponse* response,
+                                uint32_t flags, InferdError* error);
+  /* Reads a response the backend received (infer callback) or built. */
+  uint32_t (*response_output_count)(const InferdResponse* response);
+  InferdError* (*response_output)(const InferdResponse* response, uint32_t index,
+                                  InferdTensor* tensor);
+  /* The response's parameters as one JSON object ("{}" when none); valid
+   * until the response is deleted or sent. */
+  const char* (*response_parameters_json)(const InferdResponse* response);
+  void (*response_delete)(InferdResponse* response);
+
+  /* ---- v2: calls into the server ----
+   *
+   * infer_new creates a request for `model` (version -1: the server's
+   * choice); the setters fill it (inputs are copied); infer_start submits it
+   * as any client request would be (validation, scheduling, statistics) and
+   * takes ownership of the call whatever it returns; an error it returns
+   * means the callback will never run. infer_delete discards a call that was
+   * never started. A backend must not wait inside instance_execute for a call
+   * on its own model: with no free instance that never finishes. */
+  InferdError* (*infer_new)(const char* model, int64_t version, InferdInferCall** call);
+  InferdError* (*infer_set_id)(InferdInferCall* call, const char* id);
+  InferdError* (*infer_set_correlation_id)(InferdInferCall* call, InferdCorrelationKind kind,
+                                           uint64_t uint_id, const char* string_id);
+  InferdError* (*infer_set_flags)(InferdInferCall* call, uint32_t flags);
+  InferdError* (*infer_set_timeout_us)(InferdInferCall* call, uint64_t timeout_us);
+  InferdError* (*infer_set_parameter)(InferdInferCall* call, const char* key,
+                                      InferdParameterType type, const void* value);
+  InferdError* (*infer_add_input)(InferdInferCall* call, const char* name, InferdDataType datatype,
+                                  const int64_t* shape, uint32_t dims_count, const void* data,
+                                  uint64_t byte_size);
+  InferdError* (*infer_add_requested_output)(InferdInferCall* call, const char* name);
+  InferdError* (*infer_start)(InferdInferCall* call, InferdInferCallback callback,
+                              void* user_data);
+  void (*infer_delete)(InferdInferCall* call);
+
+  /* ---- v2: model health ----
+   * The backend reports that a loaded model can no longer serve (its worker
+   * process died, a call hung past its limit). The server marks the version
+   * UNAVAILABLE with `reason` (copied) in the repository index and readiness,
+   * and answers its new requests with UNAVAILABLE naming the reason; requests
+   * already handed to the backend are still the backend's to answer. Loading
+   * the model again (load API, repository poll) replaces the version. Any
+   * thread, any time until model_finalize returns. */
+  void (*model_set_unavailable)(InferdHostModel* model, const char* reason);
 } InferdHostApi;
 
 /* ---- functions of the backend ------------------------------------------- */
