@@ -57,17 +57,26 @@ std::string Take(InferdError* e) {
   return m;
 }
 
+TensorSpec Tensor(const std::string& name, DataType type, Shape dims) {
+  TensorSpec t;
+  t.name = name;
+  t.datatype = type;
+  t.dims = std::move(dims);
+  return t;
+}
+
 ModelSpec Spec(bool decoupled) {
   ModelSpec s;
   s.name = "m";
   s.decoupled = decoupled;
-  s.outputs.push_back(TensorSpec{"OUT", DataType::kInt32, {1}});
-  s.outputs.push_back(TensorSpec{"IDX", DataType::kUint32, {1}});
+  s.outputs.push_back(Tensor("OUT", DataType::kInt32, {1}));
+  s.outputs.push_back(Tensor("IDX", DataType::kUint32, {1}));
   return s;
 }
 
 struct Loaded {
   ModelSpec spec;
+  ModelStats stats;  // outlives the streams, as a ModelVersion's does
   std::shared_ptr<ModelHealth> health = std::make_shared<ModelHealth>();
   std::unique_ptr<BackendModel> model;
   std::unique_ptr<BackendInstance> instance;
@@ -120,8 +129,8 @@ TEST_F(PluginV2Test, ALibraryBuiltForVersionOneServes) {
   ASSERT_TRUE(backend.ok()) << backend.status().message();
   ModelSpec spec;
   spec.name = "v1";
-  spec.inputs.push_back(TensorSpec{"INPUT0", DataType::kInt32, {-1}});
-  spec.outputs.push_back(TensorSpec{"OUTPUT0", DataType::kInt32, {-1}});
+  spec.inputs.push_back(Tensor("INPUT0", DataType::kInt32, {-1}));
+  spec.outputs.push_back(Tensor("OUTPUT0", DataType::kInt32, {-1}));
   ModelLoadContext ctx;
   ctx.spec = &spec;
   auto model = (*backend)->LoadModel(ctx);
@@ -208,8 +217,7 @@ class GotSink : public InferResponseSink {
 };
 
 void RunOne(Loaded& m, Got& got) {
-  ModelStats stats;
-  BatchContext ctx{ModelIdentity{"m", 1, &m.spec}, &stats, RealClock::Get()};
+  BatchContext ctx{ModelIdentity{"m", 1, &m.spec}, &m.stats, RealClock::Get()};
   std::vector<std::unique_ptr<PendingRequest>> batch;
   batch.push_back(std::make_unique<PendingRequest>());
   batch[0]->request = std::make_unique<InferRequest>();

@@ -143,17 +143,17 @@ TEST_F(ResponseStreamTest, FinalWithTheLastResponse) {
 }
 
 TEST_F(ResponseStreamTest, ResponsesFromAnotherThreadAfterExecuteReturned) {
+  std::thread worker;
   ScriptedInstance inst([&](ExecutionItem& item) {
     auto s = *item.TakeOverResponse();
-    std::thread([s] {
+    worker = std::thread([s] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // after Execute, mostly
       for (int i = 0; i < 100; ++i) (void)s->Send(Response({"OUT"}), false);
       (void)s->Send(nullptr, true);
-    }).detach();
+    });
   });
   Run(inst);
-  for (int i = 0; i < 500 && capture_.finishes.empty(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  worker.join();
   EXPECT_EQ(capture_.responses.size(), 100u);
   ASSERT_EQ(capture_.finishes.size(), 1u);
 }
