@@ -69,8 +69,11 @@ void OnResponse(void* user, InferdResponse* response, InferdError* error, uint32
   if (response != nullptr) {
     InferdError* e = Copy(relay->factory, response);
     Host().response_delete(response);
-    if (e != nullptr && error == nullptr) error = e;
-    else if (e != nullptr) Host().error_delete(e);
+    if (e != nullptr && error == nullptr) {
+      error = e;
+    } else if (e != nullptr) {
+      Host().error_delete(e);
+    }
   }
   if (error != nullptr) {
     InferdError* e = Host().response_send(relay->factory, nullptr, INFERD_RESPONSE_FINAL, error);
