@@ -9,6 +9,7 @@ import os
 import struct
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -341,13 +342,15 @@ class CallsIntoTheServerTest(StreamHelpers, GrpcServerTestCase):
         self.assertEqual([self.values(r)["OUT"] for r in self.run_stream([ok])], [[8]])
 
 
-class RepeatLoadChecksTest(harness.ServerTestCase):
-    """The repeat backend checks its model's signature at load, with Triton's wording."""
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class RepeatLoadChecksTest(StreamHelpers, GrpcServerTestCase):
+    """The repeat backend checks its model's signature at load, with Triton's wording; an
+    unload with requests in flight stops them (FINAL) and is clean."""
     SERVER_ARGS = ("--model-control-mode", "explicit")
 
     @classmethod
     def build_repository(cls, root):
-        repo = os.path.join(root, "models")
+        repo = harness.copy_test_models(os.path.join(root, "models"), ["repeat_int32"])
         text = harness.read_test_config("repeat_int32")
         write_model(repo, "wrong_name", text.replace('name: "repeat_int32"', 'name: "wrong_name"')
                     .replace('name: "IN"', 'name: "INPUT"'))
@@ -363,6 +366,22 @@ class RepeatLoadChecksTest(harness.ServerTestCase):
     def test_a_repeat_model_must_be_decoupled(self):
         r = self.client.post("/v2/repository/models/not_decoupled/load")
         self.assertError(r, 400, "decoupled")
+
+    def test_unloading_with_requests_in_flight_ends_them(self):
+        self.assertOk(self.client.post("/v2/repository/models/repeat_int32/load"))
+        responses = self.stream([self.repeat_request("u", list(range(100)), [100] * 100,
+                                                     empty_final=True)])
+        first = next(responses)
+        self.assertEqual(self.values(first)["IDX"], [0])
+        started = time.monotonic()
+        self.assertOk(self.client.post("/v2/repository/models/repeat_int32/unload"))
+        rest = list(responses)  # the worker stops at the unload and sends FINAL
+        self.assertLess(time.monotonic() - started, 5, "not the 10 s the request asked for")
+        self.assertEqual(responses.code(), grpc.StatusCode.OK)
+        self.assertIs(final_flag(rest[-1]), True)
+        self.assertTrue(harness.wait_until(
+            lambda: self.client.get("/v2/models/repeat_int32/ready").status != 200, timeout=5))
+        self.assertServerAlive()
 
 
 if __name__ == "__main__":
