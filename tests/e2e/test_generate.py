@@ -46,7 +46,7 @@ max_batch_size: 0
 input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
 instance_group [ { count: 1 kind: KIND_CPU } ]
-parameters { key: "execute_delay_ms" value { string_value: "700" } }
+parameters { key: "execute_delay_ms" value { string_value: "1500" } }
 """
 
 
@@ -297,18 +297,18 @@ class GenerateTest(ServerTestCase):
 
     def test_disconnect_mid_stream_cancels_a_queued_request(self):
         before = self.stats("slow1")["inference_stats"]["success"]["count"]
-        # The first request occupies slow1's one instance (700 ms); the second waits in the
+        # The first request occupies slow1's one instance (1.5 s); the second waits in the
         # queue and its client leaves: the scheduler drops it.
         first = threading.Thread(target=lambda: self.generate("slow1", {"INPUT0": [1.0]}))
         first.start()
-        time.sleep(0.2)
+        time.sleep(0.5)
         sock = raw_connect(self.server.port, timeout=20)
         body = json.dumps({"INPUT0": [2.0]}).encode()
         sock.sendall(http_request_bytes("POST", generate_path("slow1", stream=True), body))
         time.sleep(0.1)
         sock.close()
         first.join(20)
-        time.sleep(1.2)  # the queued one would have run by now
+        time.sleep(2.0)  # the queued one would have run by now
         after = self.stats("slow1")["inference_stats"]["success"]["count"]
         self.assertEqual(after - before, 1, "the cancelled request ran")
         self.assertOk(self.generate("slow1", {"INPUT0": [3.0]}))

@@ -315,8 +315,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res->keep_alive(keep_alive_);
     if (st_.chunked) res->chunked(true);
     auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*res);
+    st_.writing = true;  // the header first; the body's parts queue behind it
     if (!head.body.empty()) QueuePart(head.body);
-    st_.writing = true;
     Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
     bhttp::async_write_header(stream_, *sr,
                               [self = shared_from_this(), res, sr](beast::error_code ec, size_t) {
