@@ -98,13 +98,13 @@ fuzz: deps
 # ThreadSanitizer: the scheduler, front-end and discovery tests (unit tests, and the
 # gRPC C++ and Python end-to-end tests against the TSan-built inferd, which
 # halts on a race).
-TSAN_TESTS = 'discovery_(unit|ads|sources)[.]|Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble)$$'
+TSAN_TESTS = 'discovery_(unit|ads|sources)[.]|Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|HttpStream|GenerateStreamSink|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble|generate)$$'
 # 20 MiB each way through gRPC is a size test, not a concurrency one: under
 # TSan's instrumented copies it runs past its 180 s timeout (ASan covers it).
 TSAN_SKIP = 'LargeMessagesBeyondGrpcDefaultLimit'
 test-tsan: deps models
 	cmake -S . -B $(TSAN_DIR) -G Ninja $(SANITIZER_BUILD) -DINFERD_TSAN=ON
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd \
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd http_generate_tests \
 	  discovery_ads_tests discovery_unit_tests discovery_sources_tests \
 	  inferd_backend_identity
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/scripts/tsan.supp" \

@@ -62,7 +62,9 @@ std::optional<ApiGroup> HttpApiGroup(std::string_view path) {
   if (segs.size() > i + 1 && segs[i] == "versions") i += 2;
   if (segs.size() == i) return ApiGroup::kMetadata;
   const std::string_view action = segs[i];
-  if (action == "infer") return ApiGroup::kInference;
+  if (action == "infer" || action == "generate" || action == "generate_stream") {
+    return ApiGroup::kInference;
+  }
   if (action == "ready") return ApiGroup::kHealth;
   if (action == "config") return ApiGroup::kModelConfig;
   if (action == "stats") return ApiGroup::kStatistics;

@@ -141,6 +141,27 @@ class TlsTest(TlsCase):
         finally:
             c.close()
 
+    def test_https_generate_stream_then_keep_alive(self):
+        # A streamed (chunked) response on the TLS stream, then the next request on it.
+        c = self.https(False)
+        try:
+            c.request("POST", "/v2/models/simple/generate_stream",
+                      body=json.dumps({"INPUT0": list(range(16)), "INPUT1": [1] * 16}),
+                      headers={"Content-Type": "application/json"})
+            r = c.getresponse()
+            body = r.read()
+            self.assertEqual(r.status, 200, body)
+            self.assertEqual(r.getheader("Content-Type"), "text/event-stream; charset=utf-8")
+            self.assertTrue(body.startswith(b"data: {") and body.endswith(b"}\n\n"), body)
+            event = json.loads(body[len(b"data: "):])
+            self.assertEqual(event["OUTPUT0"], [i + 1 for i in range(16)])
+            c.request("GET", "/v2/health/ready")
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, 200)
+        finally:
+            c.close()
+
     def test_http_plain_text_refused(self):
         self.check_plain_text_refused_http()
 

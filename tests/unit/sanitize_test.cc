@@ -70,6 +70,8 @@ TEST(RestrictedApiTest, HttpPathGroups) {
   EXPECT_EQ(HttpApiGroup("/v2/models/m/versions/2"), ApiGroup::kMetadata);
   EXPECT_EQ(HttpApiGroup("/v2/models/m/ready"), ApiGroup::kHealth);
   EXPECT_EQ(HttpApiGroup("/v2/models/m/versions/2/infer"), ApiGroup::kInference);
+  EXPECT_EQ(HttpApiGroup("/v2/models/m/generate"), ApiGroup::kInference);
+  EXPECT_EQ(HttpApiGroup("/v2/models/m/versions/2/generate_stream"), ApiGroup::kInference);
   EXPECT_EQ(HttpApiGroup("/v2/models/m/config"), ApiGroup::kModelConfig);
   EXPECT_EQ(HttpApiGroup("/v2/models/stats"), ApiGroup::kStatistics);
   EXPECT_EQ(HttpApiGroup("/v2/models/m/stats"), ApiGroup::kStatistics);

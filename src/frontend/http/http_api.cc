@@ -99,6 +99,9 @@ const HttpApi::Route HttpApi::kRoutes[] = {
     {"GET", "/v2/health/ready", &HttpApi::HealthReady},
     {"GET", "/v2/models/stats", &HttpApi::Statistics},
     {"POST", "/v2/models/{model}[/versions/{version}]/infer", &HttpApi::ModelInfer},
+    {"POST", "/v2/models/{model}[/versions/{version}]/generate", &HttpApi::ModelGenerate},
+    {"POST", "/v2/models/{model}[/versions/{version}]/generate_stream",
+     &HttpApi::ModelGenerateStream},
     {"GET", "/v2/models/{model}[/versions/{version}]", &HttpApi::ModelMetadata},
     {"GET", "/v2/models/{model}[/versions/{version}]/ready", &HttpApi::ModelReady},
     {"GET", "/v2/models/{model}[/versions/{version}]/config", &HttpApi::ModelConfig},
@@ -152,8 +155,10 @@ void HttpApi::Handle(HttpRequest req, const std::shared_ptr<HttpResponder>& resp
 // ---- server and model metadata, health -------------------------------------------
 
 void HttpApi::ServerMetadata(const HttpRequest&, const PathParams&, const Responder& r) {
-  r->Send(
-      Json(EncodeServerMetadata(server_.id(), InferenceServer::Version(), server_.Extensions())));
+  // The generate extension is HTTP's alone, so HTTP adds it to the list.
+  std::vector<std::string> extensions = server_.Extensions();
+  extensions.push_back("generate");
+  r->Send(Json(EncodeServerMetadata(server_.id(), InferenceServer::Version(), extensions)));
 }
 
 // Triton's health semantics: "not live/ready" is a 400 with the JSON

@@ -58,6 +58,11 @@ class HttpApi {
   void ModelReady(const HttpRequest&, const PathParams&, const Responder&);
   void ModelConfig(const HttpRequest&, const PathParams&, const Responder&);
   void ModelInfer(const HttpRequest&, const PathParams&, const Responder&);
+  // Generate extension (http_generate.cc).
+  void ModelGenerate(const HttpRequest&, const PathParams&, const Responder&);
+  void ModelGenerateStream(const HttpRequest&, const PathParams&, const Responder&);
+  void HandleGenerate(const HttpRequest& req, const PathParams& p, const Responder& responder,
+                      bool stream);
   void Statistics(const HttpRequest&, const PathParams&, const Responder&);
   void RepositoryIndex(const HttpRequest&, const PathParams&, const Responder&);
   void RepositoryLoad(const HttpRequest&, const PathParams&, const Responder&);

@@ -11,11 +11,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include "frontend/http/http_listener_util.h"
 
 namespace inferd::http {
 
@@ -37,6 +40,11 @@ struct Shared {
 };
 
 // The error a chunked body with too many chunks is refused with.
+// How many bytes of a streamed response may wait for a slow client before
+// the request is cancelled and the connection closed: the producer (a model)
+// must never block, so the backlog is bounded instead.
+constexpr size_t kMaxStreamBacklog = 64 << 20;
+
 const beast::error_code& TooManyChunks() {
   static const beast::error_code ec =
       beast::error_code(static_cast<int>(std::errc::message_size), beast::generic_category());
@@ -83,6 +91,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     net::post(stream_.get_executor(),
               [self = shared_from_this(), r = std::move(response)]() mutable {
                 self->Write(std::move(r));
+              });
+  }
+
+  // A streamed response (HttpStream), from any thread: its head, its
+  // parts, its end, each posted in call order to the connection's thread.
+  void PostStreamBegin(HttpResponse head) {
+    net::post(stream_.get_executor(), [self = shared_from_this(), h = std::move(head)]() mutable {
+      self->BeginStream(std::move(h));
+    });
+  }
+  void PostStreamPart(std::string part, bool end) {
+    net::post(stream_.get_executor(),
+              [self = shared_from_this(), p = std::move(part), end]() mutable {
+                if (!p.empty()) self->QueuePart(p);
+                if (!end || self->st_.ended) return;
+                if (self->st_.chunked && !self->st_.failed) self->st_.pending.append("0\r\n\r\n");
+                self->st_.ended = true;
+                self->PumpStream();
               });
   }
 
@@ -171,7 +197,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     answering_ = true;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     req.cancelled = cancel_;
-    shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this()));
+    shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this(), cancel_));
     // With pipelined bytes already buffered the client is evidently there;
     // the next request is parsed from the buffer once this one is answered.
     // Not on TLS: cancelling a pending TLS read may leave the TLS stream
@@ -264,6 +290,97 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                        });
   }
 
+  // Streamed responses: one write in flight, the rest framed and queued;
+  // answered when End's last chunk is written (or the client has gone).
+  struct StreamState {
+    bool chunked = true;   // HTTP/1.1; HTTP/1.0 bodies end at the close instead
+    bool writing = false;  // a write is in flight
+    bool ended = false;    // End() arrived
+    bool failed = false;   // the client is gone or too slow: drop the rest
+    bool done = false;     // answered; `pending`: framed parts not yet written
+    std::string pending;
+  };
+
+  void BeginStream(HttpResponse head) {
+    st_ = StreamState{};
+    st_.chunked = version_ >= 11;
+    if (shared_->draining.load() || !st_.chunked) keep_alive_ = false;
+    if (client_gone_) return FailStream(false);
+    auto res = std::make_shared<bhttp::response<bhttp::empty_body>>();
+    res->version(version_);
+    res->result(static_cast<unsigned>(head.status));
+    res->set(bhttp::field::server, "inferd");
+    if (!head.content_type.empty()) res->set(bhttp::field::content_type, head.content_type);
+    for (auto& [k, v] : head.headers) res->set(k, v);
+    res->keep_alive(keep_alive_);
+    if (st_.chunked) res->chunked(true);
+    auto sr = std::make_shared<bhttp::response_serializer<bhttp::empty_body>>(*res);
+    st_.writing = true;  // the header first; the body's parts queue behind it
+    if (!head.body.empty()) QueuePart(head.body);
+    Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+    bhttp::async_write_header(stream_, *sr,
+                              [self = shared_from_this(), res, sr](beast::error_code ec, size_t) {
+                                self->st_.writing = false;
+                                if (ec) self->FailStream(false);
+                                self->PumpStream();
+                              });
+  }
+
+  void QueuePart(const std::string& part) {
+    if (st_.failed || st_.ended || client_gone_) return;
+    if (st_.chunked) {
+      char size[20];
+      const int n = std::snprintf(size, sizeof(size), "%zx\r\n", part.size());
+      st_.pending.append(size, static_cast<size_t>(n)).append(part).append("\r\n");
+    } else {
+      st_.pending.append(part);
+    }
+    if (st_.pending.size() > kMaxStreamBacklog) return FailStream(true);
+    PumpStream();
+  }
+
+  // Client gone, or too slow (`close`): cancel, write nothing more.
+  void FailStream(bool close) {
+    st_.failed = true;
+    st_.pending.clear();
+    if (cancel_) cancel_->store(true);
+    if (close) {
+      beast::error_code ec;
+      Lowest().socket().close(ec);
+    }
+  }
+
+  void PumpStream() {
+    if (st_.writing || st_.done) return;
+    if (client_gone_ && !st_.failed) FailStream(false);
+    if (!st_.pending.empty()) {
+      auto out = std::make_shared<std::string>(std::move(st_.pending));
+      st_.pending.clear();
+      st_.writing = true;
+      Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
+      net::async_write(stream_, net::buffer(*out),
+                       [self = shared_from_this(), out](beast::error_code ec, size_t) {
+                         self->st_.writing = false;
+                         if (ec) self->FailStream(false);
+                         self->PumpStream();
+                       });
+      return;
+    }
+    if (!st_.ended) return;
+    st_.done = true;
+    if (answering_) {
+      answering_ = false;
+      shared_->active.fetch_sub(1);
+    }
+    if (st_.failed || client_gone_) {
+      Then(Next::kClose);
+    } else if (!keep_alive_) {
+      Then(Next::kLinger);
+    } else {
+      Then(Next::kRead);
+    }
+  }
+
   void Close() {
     beast::error_code ec;
     Lowest().socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -293,9 +410,32 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                              });
   }
 
+  // The parts of a streamed response, handed to the connection's thread.
+  class StreamWriter : public HttpStream {
+   public:
+    StreamWriter(std::shared_ptr<Session> s, std::shared_ptr<std::atomic<bool>> gone)
+        : session_(std::move(s)), gone_(std::move(gone)) {}
+    ~StreamWriter() override { End(); }
+    void Write(std::string part) override {
+      if (!ended_ && !part.empty()) session_->PostStreamPart(std::move(part), false);
+    }
+    void End() override {
+      if (ended_) return;
+      ended_ = true;
+      session_->PostStreamPart({}, true);
+    }
+    bool Closed() const override { return gone_->load(); }
+
+   private:
+    std::shared_ptr<Session> session_;
+    std::shared_ptr<std::atomic<bool>> gone_;  // the request's cancel flag
+    bool ended_ = false;
+  };
+
   class Responder : public HttpResponder {
    public:
-    explicit Responder(std::shared_ptr<Session> s) : session_(std::move(s)) {}
+    Responder(std::shared_ptr<Session> s, std::shared_ptr<std::atomic<bool>> cancel)
+        : session_(std::move(s)), cancel_(std::move(cancel)) {}
     ~Responder() override {
       if (!sent_.exchange(true)) session_->Respond(ErrorResponse(500, "request was dropped"));
     }
@@ -303,9 +443,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       if (sent_.exchange(true)) return;
       session_->Respond(std::move(response));
     }
+    std::unique_ptr<HttpStream> OpenStream(HttpResponse head) override {
+      if (sent_.exchange(true)) return nullptr;
+      session_->PostStreamBegin(std::move(head));
+      return std::make_unique<StreamWriter>(session_, cancel_);
+    }
 
    private:
     std::shared_ptr<Session> session_;
+    std::shared_ptr<std::atomic<bool>> cancel_;
     std::atomic<bool> sent_{false};
   };
 
@@ -321,59 +467,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   bool client_gone_ = false;
   Next next_ = Next::kNone;
   std::shared_ptr<std::atomic<bool>> cancel_;
+  StreamState st_;  // the streamed response being written, if any
   unsigned version_ = 11;
   std::array<char, 16384> scratch_;
   int drained_reads_ = 0;
   uint64_t chunks_ = 0;  // chunks of the body being read
   std::function<void(uint64_t, beast::string_view, beast::error_code&)> chunk_cb_;
 };
-
-// Answers a connection over --http-max-connections and closes it. The
-// socket is fresh, so the short response fits its send buffer at once.
-void RefuseConnection(tcp::socket& s) {
-  static constexpr std::string_view kBody =
-      "{\"error\":\"too many open connections. Use --http-max-connections to increase the "
-      "limit.\"}";
-  const std::string msg =
-      "HTTP/1.1 503 Service Unavailable\r\nServer: inferd\r\n"
-      "Content-Type: application/json\r\nConnection: close\r\n"
-      "Content-Length: " +
-      std::to_string(kBody.size()) + "\r\n\r\n" + std::string(kBody);
-  beast::error_code ec;
-  s.non_blocking(true, ec);
-  net::write(s, net::buffer(msg), ec);
-  s.shutdown(tcp::socket::shutdown_send, ec);
-  s.close(ec);
-}
-
-// The TLS context of an HTTPS listener; errors name the flag and the file.
-StatusOr<std::unique_ptr<ssl::context>> MakeTlsContext(const TlsOptions& tls) {
-  auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
-  // TLS 1.2 or newer only; no renegotiation (a client-driven CPU cost).
-  ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                   ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
-                   ssl::context::single_dh_use);
-  SSL_CTX_set_options(ctx->native_handle(), SSL_OP_NO_RENEGOTIATION);
-  beast::error_code ec;
-  if (tls.cert_file.empty() || tls.key_file.empty()) {
-    return InvalidArgument("--http-use-ssl needs --http-server-cert and --http-server-key");
-  }
-  ctx->use_certificate_chain_file(tls.cert_file, ec);
-  if (ec) return InvalidArgument("--http-server-cert: cannot use '" + tls.cert_file + "'");
-  ctx->use_private_key_file(tls.key_file, ssl::context::pem, ec);
-  if (ec) return InvalidArgument("--http-server-key: cannot use '" + tls.key_file + "'");
-  if (!tls.root_file.empty()) {
-    ctx->load_verify_file(tls.root_file, ec);
-    if (ec) return InvalidArgument("--http-root-cert: cannot use '" + tls.root_file + "'");
-  }
-  if (tls.mutual) {
-    if (tls.root_file.empty()) {
-      return InvalidArgument("--http-use-ssl-mutual needs --http-root-cert");
-    }
-    ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
-  }
-  return ctx;
-}
 
 }  // namespace
 

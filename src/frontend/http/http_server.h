@@ -1,7 +1,12 @@
 // HttpServer: the HTTP/1.1 transport (Boost.Beast on Asio). Accepts
 // connections, reads one request at a time per connection (keep-alive),
 // hands it to the handler and writes the response whenever the handler's
-// responder is called, from any thread.
+// responder is called, from any thread. A responder may instead open a
+// streamed response (HttpStream, http_types.h): the head is written at
+// once, each part as a chunk as it comes, the last chunk at End; parts that
+// a slow client leaves unread are bounded (64 MiB: then the request is
+// cancelled and the connection closed), and a client that goes away
+// cancels the request (its `cancelled` flag).
 //
 // TLS: with `tls.enabled` every connection must complete a TLS handshake
 // (within the header timeout) before a request is read; with `tls.mutual`

@@ -32,6 +32,39 @@ HttpResponse ErrorResponse(int status, const std::string& message) {
   return r;
 }
 
+namespace {
+
+// Collects the parts; one response at the end.
+class BufferedStream final : public HttpStream {
+ public:
+  BufferedStream(std::shared_ptr<HttpResponder> responder, HttpResponse head)
+      : responder_(std::move(responder)), response_(std::move(head)) {}
+  ~BufferedStream() override { End(); }
+  void Write(std::string part) override {
+    if (!ended_) response_.body += part;
+  }
+  void End() override {
+    if (ended_) return;
+    ended_ = true;
+    responder_->Send(std::move(response_));
+  }
+  bool Closed() const override { return false; }
+
+ private:
+  std::shared_ptr<HttpResponder> responder_;
+  HttpResponse response_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<HttpStream> StartStream(const std::shared_ptr<HttpResponder>& responder,
+                                        HttpResponse head) {
+  HttpResponse copy = head;  // OpenStream consumes its argument
+  if (auto stream = responder->OpenStream(std::move(copy))) return stream;
+  return std::make_unique<BufferedStream>(responder, std::move(head));
+}
+
 HttpResponse StatusResponse(const Status& status) {
   if (status.ok()) return HttpResponse{};
   return ErrorResponse(HttpStatusFromCode(status.code()), status.message());

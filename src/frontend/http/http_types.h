@@ -35,6 +35,24 @@ struct HttpResponse {
   std::string body;
 };
 
+// The body of a streamed response, written in parts as they are produced
+// (chunked transfer on HTTP/1.1; on HTTP/1.0 the body ends when the
+// connection closes). Calls on one stream must not overlap (one producer
+// at a time, as a response sink's calls) but may come from any thread, one
+// after another; the transport writes the parts in call order on the
+// connection's own thread and never blocks the caller. End() finishes the
+// body (the connection then continues, keep-alive); a stream destroyed
+// without End() is ended by its destructor. Once the client has gone (a
+// disconnect or a failed write), Closed() is true, the request's
+// `cancelled` flag is set and parts are dropped.
+class HttpStream {
+ public:
+  virtual ~HttpStream() = default;
+  virtual void Write(std::string part) = 0;
+  virtual void End() = 0;
+  virtual bool Closed() const = 0;
+};
+
 // Sends the one response to a request. Thread-safe; may be called from any
 // thread (an instance thread completing an inference, typically). Calling
 // Send more than once is a bug (later calls are ignored).
@@ -42,7 +60,18 @@ class HttpResponder {
  public:
   virtual ~HttpResponder() = default;
   virtual void Send(HttpResponse response) = 0;
+  // Answers with a streamed response instead of Send: `head` gives the
+  // status, content type and headers (its body, if any, is the first
+  // part). nullptr: this responder cannot stream (StartStream below then
+  // buffers). Called at most once, and instead of Send.
+  virtual std::unique_ptr<HttpStream> OpenStream(HttpResponse /*head*/) { return nullptr; }
 };
+
+// A streamed response on `responder`: the transport's own stream, or one
+// that collects the parts and sends them as one response at End (a
+// responder that cannot stream: a test double, a decorator).
+std::unique_ptr<HttpStream> StartStream(const std::shared_ptr<HttpResponder>& responder,
+                                        HttpResponse head);
 
 using HttpHandler = std::function<void(HttpRequest, std::shared_ptr<HttpResponder>)>;
 

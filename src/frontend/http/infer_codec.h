@@ -87,6 +87,12 @@ struct EncodedResponse {
 StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
                                               const OutputEncoding& encoding);
 
+// The JSON `data` array of one output ("[1,2,3]"), flat, with the rules of
+// EncodeInferResponse (FP16/BF16 and non-UTF-8 BYTES are INVALID_ARGUMENT,
+// non-finite floats the strings "NaN", "Infinity", "-Infinity"). The
+// generate extension's encoder writes its outputs with it.
+StatusOr<std::string> EncodeJsonTensorData(const InferOutput& output);
+
 // Nesting depth of JSON text (arrays and objects, outside strings), counted
 // without parsing; stops early once past `limit`.
 size_t JsonNestingDepth(const char* data, size_t size, size_t limit);

@@ -195,6 +195,13 @@ Status WriteOutput(W& w, const InferOutput& o, const OutputEncoding& encoding, B
 
 }  // namespace
 
+StatusOr<std::string> EncodeJsonTensorData(const InferOutput& output) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  INFERD_RETURN_IF_ERROR(WriteData(w, output));
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
 StatusOr<EncodedResponse> EncodeInferResponse(const InferResponse& response,
                                               const OutputEncoding& encoding) {
   rapidjson::StringBuffer buf;
