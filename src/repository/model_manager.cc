@@ -260,6 +260,9 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
   NormalizeOptions normalize;
   normalize.gpu_count = options_.gpu_count;
   PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize);
+  for (const auto& w : prepared.warnings) {
+    INFERD_LOG(Warning) << "model '" << EscapeControl(name) << "': " << EscapeControl(w);
+  }
   ModelPlan plan;
   {
     MutexLock lock(mu_);
