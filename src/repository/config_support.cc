@@ -213,6 +213,47 @@ Status CheckInputFormats(const ModelConfig& c) {
   return Status::Ok();
 }
 
+// The control inputs the sequence scheduler writes: each must say how (a
+// CORRID its datatype, the others their false/true values), else the server
+// would deliver a tensor the model does not expect.
+Status CheckSequenceControls(const ModelConfig& c) {
+  using Control = inference::ModelSequenceBatching::Control;
+  for (const auto& ci : c.sequence_batching().control_input()) {
+    const std::string where = "sequence_batching.control_input '" + ci.name() + "'";
+    if (ci.name().empty()) {
+      return InvalidArgument("sequence_batching.control_input: 'name' must be set");
+    }
+    if (ci.control_size() == 0) return InvalidArgument(where + ": 'control' must be set");
+    for (const auto& ctl : ci.control()) {
+      if (ctl.kind() == Control::CONTROL_SEQUENCE_CORRID) {
+        switch (ctl.data_type()) {
+          case inference::TYPE_UINT64:
+          case inference::TYPE_INT64:
+          case inference::TYPE_UINT32:
+          case inference::TYPE_INT32:
+          case inference::TYPE_STRING:
+            continue;
+          default:
+            return InvalidArgument(where +
+                                   ": CONTROL_SEQUENCE_CORRID needs 'data_type' TYPE_UINT64, "
+                                   "TYPE_INT64, TYPE_UINT32, TYPE_INT32 or TYPE_STRING, got " +
+                                   inference::DataType_Name(ctl.data_type()));
+        }
+      }
+      const int lists = (ctl.int32_false_true_size() > 0) + (ctl.fp32_false_true_size() > 0) +
+                        (ctl.bool_false_true_size() > 0);
+      const int values =
+          ctl.int32_false_true_size() + ctl.fp32_false_true_size() + ctl.bool_false_true_size();
+      if (lists != 1 || values != 2) {
+        return InvalidArgument(where + ": " + Control::Kind_Name(ctl.kind()) +
+                               " needs exactly one of 'int32_false_true', 'fp32_false_true' or "
+                               "'bool_false_true', with two values (false, true)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<ConfigFinding> FindUnsupportedConfig(const ModelConfig& config) {
@@ -237,6 +278,7 @@ std::vector<ConfigFinding> FindUnsupportedConfig(const ModelConfig& config) {
 
 Status CheckConfigSupport(const ModelConfig& config, std::vector<std::string>* warnings) {
   INFERD_RETURN_IF_ERROR(CheckInputFormats(config));
+  INFERD_RETURN_IF_ERROR(CheckSequenceControls(config));
   INFERD_RETURN_IF_ERROR(ValidateSequenceStates(config));
   for (auto& f : FindUnsupportedConfig(config)) {
     if (f.support == ConfigSupport::kRefused) return InvalidArgument(f.message);

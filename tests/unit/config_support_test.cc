@@ -190,6 +190,36 @@ TEST(ConfigSupportTest, ImageFormatNeedsThreeDims) {
       << o.status.message();
 }
 
+TEST(ConfigSupportTest, SequenceControlsSayHowTheyAreDelivered) {
+  const struct {
+    const char* control;
+    const char* error;  // "" when valid
+  } kCases[] = {
+      {"kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]", ""},
+      {"kind: CONTROL_SEQUENCE_READY fp32_false_true: [ 0, 1 ]", ""},
+      {"kind: CONTROL_SEQUENCE_END bool_false_true: [ false, true ]", ""},
+      {"kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_STRING", ""},
+      {"kind: CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_START needs exactly one of"},
+      {"kind: CONTROL_SEQUENCE_START int32_false_true: [ 1 ]", "with two values"},
+      {"kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ]",
+       "needs exactly one of"},
+      {"kind: CONTROL_SEQUENCE_CORRID", "needs 'data_type' TYPE_UINT64"},
+      {"kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32", "got TYPE_FP32"},
+  };
+  for (const auto& c : kCases) {
+    Outcome o = Load(std::string(kSequence) +
+                     "sequence_batching { control_input [ { name: \"C\" control [ { " + c.control +
+                     " } ] } ] }\n");
+    if (std::string(c.error).empty()) {
+      EXPECT_TRUE(o.status.ok()) << c.control << ": " << o.status.message();
+    } else {
+      ASSERT_FALSE(o.status.ok()) << c.control;
+      EXPECT_NE(o.status.message().find(c.error), std::string::npos) << o.status.message();
+      EXPECT_NE(o.status.message().find("control_input 'C'"), std::string::npos);
+    }
+  }
+}
+
 // ---- implicit state: load-time checks ----
 
 std::string WithState(const std::string& state) {
