@@ -207,5 +207,73 @@ class ImplicitStateTest(ServerTestCase):
         self.assertEqual([t["name"] for t in md["outputs"]], ["OUTPUT1"])
 
 
+# ---- implicit state with a Python model (runs once the Python backend is merged) -------------
+
+PYTHON_BACKEND = os.path.normpath(os.path.join(os.path.dirname(harness.INFERD_BIN), "..", "lib",
+                                               "inferd", "backends", "libinferd_python.so"))
+PY_SKIP = None if os.path.exists(PYTHON_BACKEND) else (
+    "the Python backend is not built (%s missing)" % PYTHON_BACKEND)
+
+# As a Triton user writes it: the state arrives as an input, leaves as an output.
+PY_STATEFUL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "INPUT").as_numpy()
+            state = pb_utils.get_input_tensor_by_name(request, "INPUT_STATE").as_numpy()
+            total = (state + x).astype(np.int32)
+            responses.append(pb_utils.InferenceResponse(output_tensors=[
+                pb_utils.Tensor("OUTPUT", total), pb_utils.Tensor("OUTPUT_STATE", total)]))
+        return responses
+"""
+
+PY_CONFIG = """name: "py_running_sum"
+backend: "python"
+max_batch_size: 8
+input [ { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  control_input [
+    { name: "START" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] }
+  ]
+  state [ { input_name: "INPUT_STATE" output_name: "OUTPUT_STATE" data_type: TYPE_INT32
+            dims: [ 1 ] initial_state { data_type: TYPE_INT32 dims: [ 1 ] zero_data: true } } ]
+}
+instance_group [ { kind: KIND_CPU } ]
+"""
+
+
+@unittest.skipIf(PY_SKIP, PY_SKIP)
+class PythonImplicitStateTest(ServerTestCase):
+
+    @classmethod
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        write_model(repo, "py_running_sum", PY_CONFIG, files={"1/model.py": PY_STATEFUL})
+        return [repo]
+
+    def test_a_python_model_keeps_its_state_in_the_server(self):
+        def req(corr, v, start=False, end=False):
+            return {"inputs": [{"name": "INPUT", "shape": [1, 1], "datatype": "INT32",
+                                "data": [v]}],
+                    "parameters": {"sequence_id": corr, "sequence_start": start,
+                                   "sequence_end": end}}
+        sums = {"a": 0, "b": 0}
+        for k in range(5):
+            for corr in sums:
+                v = k + (100 if corr == "b" else 1)
+                sums[corr] += v
+                r = self.client.infer("py_running_sum", req(corr, v, start=k == 0, end=k == 4))
+                self.assertOk(r)
+                outs = outputs_by_name(r.json())
+                self.assertEqual(list(outs), ["OUTPUT"], "the state output stays in the server")
+                self.assertEqual(outs["OUTPUT"]["data"], [sums[corr]])
+
+
 if __name__ == "__main__":
     unittest.main()
