@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <cstring>
 
-
 namespace inferd {
 
 SequenceStateStore::SequenceStateStore(States states, bool batching)
     : states_(std::move(states)), batching_(batching), stored_(states_->size()) {}
 
 void SequenceStateStore::AddInputs(InferRequest& req, bool start) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (size_t i = 0; i < states_->size(); ++i) {
     const SequenceStateConfig& cfg = (*states_)[i];
     Stored& s = stored_[i];
@@ -37,7 +36,7 @@ void SequenceStateStore::AddInputs(InferRequest& req, bool start) {
 }
 
 void SequenceStateStore::Capture(InferResponse& response, const std::vector<bool>& keep) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (size_t i = 0; i < states_->size(); ++i) {
     const std::string& name = (*states_)[i].output_name;
     auto it = std::find_if(response.outputs.begin(), response.outputs.end(),

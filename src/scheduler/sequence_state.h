@@ -17,12 +17,12 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/infer_request.h"
 #include "core/response_sink.h"
+#include "core/thread_annotations.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_config.h"
 
@@ -35,11 +35,11 @@ class SequenceStateStore {
 
   // Adds each state input to `request`: the initial state when `start`
   // (which also forgets any stored state), else the stored one.
-  void AddInputs(InferRequest& request, bool start);
+  void AddInputs(InferRequest& request, bool start) INFERD_EXCLUDES(mu_);
 
   // Stores each state output found in `response`; removes those whose
   // `keep` entry is false.
-  void Capture(InferResponse& response, const std::vector<bool>& keep);
+  void Capture(InferResponse& response, const std::vector<bool>& keep) INFERD_EXCLUDES(mu_);
 
  private:
   struct Stored {
@@ -51,8 +51,8 @@ class SequenceStateStore {
 
   const States states_;
   const bool batching_;
-  std::mutex mu_;
-  std::vector<Stored> stored_;  // per state, guarded by mu_
+  Mutex mu_;
+  std::vector<Stored> stored_ INFERD_GUARDED_BY(mu_);  // per state
 };
 
 class StateCaptureSink : public InferResponseSink {
