@@ -448,7 +448,12 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
     }
     for (const auto& [v, vs] : rec.status.versions) {
       if (ready_only && vs.state != ModelState::kReady) continue;
-      out.push_back(ModelIndexEntry{name, v, vs.state, vs.reason});
+      std::string reason = vs.reason;
+      // A serving version's reason: the config fields it accepted without effect.
+      if (auto rt = rec.runtimes.find(v); reason.empty() && rt != rec.runtimes.end()) {
+        reason = rt->second->config_warnings();
+      }
+      out.push_back(ModelIndexEntry{name, v, vs.state, std::move(reason)});
     }
   }
   std::stable_sort(out.begin(), out.end(),

@@ -1,6 +1,7 @@
 #include "repository/model_version.h"
 
 #include "core/classification.h"
+#include "repository/config_support.h"
 #include "repository/model_config_util.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
@@ -18,6 +19,10 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
   mv->stats_.ConfigureHistograms(histograms, config.max_batch_size());
   mv->version_ = version;
   mv->config_json_ = ModelConfigToJson(config);
+  for (const auto& f : FindUnsupportedConfig(config)) {
+    if (f.support != ConfigSupport::kWarned) continue;
+    mv->config_warnings_ += (mv->config_warnings_.empty() ? "" : "; ") + f.message;
+  }
   INFERD_RETURN_IF_ERROR(LoadClassificationLabels(mv->spec_, model_dir));
   SchedulerConfig sched = SchedulerConfigFromConfig(config);
   if (sched.kind == SchedulerConfig::Kind::kEnsemble) {

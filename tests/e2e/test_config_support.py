@@ -2,7 +2,8 @@
 """Config fields inferd does not implement are refused or warned about, never silently
 ignored (docs/backends.md, "Model configuration fields"): a model using a refused field is
 UNAVAILABLE with a reason naming the field, in the index and in the load answer, while the
-others serve; a performance-only field loads the model and logs a warning naming the field.
+others serve; a performance-only field loads the model, logs a warning naming the field and
+shows it as the READY entry's reason in the index.
 
 Implicit sequence state (sequence_batching.state) is honoured through the real server: a
 stateful model migrated from Triton (the built-in add_sub backend, whose INPUT1/OUTPUT0 are
@@ -76,12 +77,15 @@ class RefusedAndWarnedFieldsTest(ServerTestCase):
                 self.assertIn(needle, e.get("reason", ""), e)
                 self.assertIn("remove it to load the model", e.get("reason", ""), e)
                 self.assertNotEqual(self.client.get("/v2/models/%s/ready" % name).status, 200)
-        self.assertEqual(index_entry(self.client, "simple").get("state"), "READY")
+        self.assertEqual(index_entry(self.client, "simple"),
+                         {"name": "simple", "version": "1", "state": "READY"})
 
     def test_performance_fields_load_with_a_warning_in_the_log(self):
         for name, (_, needle) in WARNED.items():
             with self.subTest(model=name):
-                self.assertEqual(index_entry(self.client, name).get("state"), "READY")
+                e = index_entry(self.client, name)
+                self.assertEqual(e.get("state"), "READY", e)
+                self.assertIn(needle, e.get("reason", ""), "the index shows the warning: %s" % e)
                 self.assertEqual(self.client.get("/v2/models/%s/ready" % name).status, 200)
                 lines = [ln for ln in self.server.log()
                          if "model '%s'" % name in ln and needle in ln]
