@@ -1,8 +1,10 @@
 #!/bin/sh
 # (Re)generates the example model repository in examples/models.
-# The built-in models (simple, simple_int8, simple_string, simple_identity, repeat_int32,
-# identity) and the image pipelines (digits_preprocess, digits_pipeline,
-# resnet50_preprocess, resnet50_pipeline) are plain configs kept in the
+# The built-in models (simple, simple_int8, simple_string, simple_identity,
+# identity, repeat_int32), the Python models (simple_sequence, simple_dyna_sequence,
+# char_streamer, digits_preprocess_py: config and 1/model.py) and the image
+# pipelines (digits_preprocess, digits_pipeline, digits_pipeline_py,
+# resnet50_preprocess, resnet50_pipeline) are plain files kept in the
 # repository; this script makes sure
 # each has its version directory. The framework models (digits, digits_onnx,
 # resnet18, resnet18_onnx, resnet50) have their configs and labels in the
@@ -12,7 +14,8 @@ set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/models"
 for model in simple simple_int8 simple_string simple_identity identity repeat_int32 \
-    digits_preprocess digits_pipeline resnet50_preprocess resnet50_pipeline; do
+    simple_sequence simple_dyna_sequence char_streamer digits_preprocess_py \
+    digits_preprocess digits_pipeline digits_pipeline_py resnet50_preprocess resnet50_pipeline; do
   [ -f "$model/config.pbtxt" ] || { echo "make_models: $model/config.pbtxt is missing" >&2; exit 1; }
   mkdir -p "$model/1"
 done

@@ -11,6 +11,8 @@
 #include <optional>
 #include <set>
 
+#include "repository/config_support.h"
+
 namespace inferd {
 namespace {
 
@@ -251,6 +253,7 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
                              it->second.string_value().substr(0, 64) + "'");
     }
   }
+  INFERD_RETURN_IF_ERROR(CheckConfigSupport(c, options.warnings));
   INFERD_RETURN_IF_ERROR(NormalizeBatching(c));
   return NormalizeInstances(options, c);
 }

@@ -27,12 +27,16 @@ StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json);
 
 struct NormalizeOptions {
   int gpu_count = 0;  // GPUs present; 0 on CPU machines
+  // Where to put the warnings about accepted fields that have no effect
+  // (config_support.h); null: dropped.
+  std::vector<std::string>* warnings = nullptr;
 };
 
 // Applies the defaults Triton applies after loading (PROTOCOL.md §3.2,
 // §3.4) and checks what the server relies on: the name matches the model
-// directory, tensor names are unique and typed, kinds and counts are valid.
-// Errors name the offending field.
+// directory, tensor names are unique and typed, kinds and counts are valid,
+// and every field used is one inferd implements (config_support.h). Errors
+// name the offending field.
 Status NormalizeModelConfig(const std::string& model_name, const NormalizeOptions& options,
                             inference::ModelConfig& config);
 

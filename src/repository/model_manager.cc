@@ -273,6 +273,9 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
   NormalizeOptions normalize;
   normalize.gpu_count = options_.gpu_count;
   PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize);
+  for (const auto& w : prepared.warnings) {
+    INFERD_LOG(Warning) << "model '" << EscapeControl(name) << "': " << EscapeControl(w);
+  }
   ModelPlan plan;
   {
     MutexLock lock(mu_);
@@ -471,7 +474,12 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
     }
     for (const auto& [v, vs] : Observed(rec).versions) {
       if (ready_only && vs.state != ModelState::kReady) continue;
-      out.push_back(ModelIndexEntry{name, v, vs.state, vs.reason});
+      std::string reason = vs.reason;
+      // A serving version's reason: the config fields it accepted without effect.
+      if (auto rt = rec.runtimes.find(v); reason.empty() && rt != rec.runtimes.end()) {
+        reason = rt->second->config_warnings();
+      }
+      out.push_back(ModelIndexEntry{name, v, vs.state, std::move(reason)});
     }
   }
   std::stable_sort(out.begin(), out.end(),

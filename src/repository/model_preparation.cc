@@ -43,7 +43,9 @@ PreparedConfig PrepareModel(const RepositorySource& source, const std::string& n
     return out;
   }
   out.config = std::move(*config);
-  Status norm = NormalizeModelConfig(name, options, out.config);
+  NormalizeOptions normalize = options;
+  normalize.warnings = &out.warnings;
+  Status norm = NormalizeModelConfig(name, normalize, out.config);
   if (!norm.ok()) {
     out.plan.error = norm.WithPrefix(name + "/config.pbtxt").message();
     return out;

@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model_config.pb.h"
 #include "repository/lifecycle_plan.h"
@@ -19,8 +20,9 @@
 namespace inferd {
 
 struct PreparedConfig {
-  inference::ModelConfig config;  // normalised; meaningful when `plan.error` is empty
-  PreparedModel plan;             // the error, or the versions the policy wants
+  inference::ModelConfig config;      // normalised; meaningful when `plan.error` is empty
+  PreparedModel plan;                 // the error, or the versions the policy wants
+  std::vector<std::string> warnings;  // accepted fields without effect (config_support.h)
 };
 
 // Errors land in `plan.error`, worded for the index and the load answer:

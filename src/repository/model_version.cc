@@ -1,7 +1,9 @@
 #include "repository/model_version.h"
 
 #include "core/classification.h"
+#include "repository/config_support.h"
 #include "repository/model_config_util.h"
+#include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
 
@@ -17,8 +19,12 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
   mv->stats_.ConfigureHistograms(histograms, config.max_batch_size());
   mv->version_ = version;
   mv->config_json_ = ModelConfigToJson(config);
+  for (const auto& f : FindUnsupportedConfig(config)) {
+    if (f.support != ConfigSupport::kWarned) continue;
+    mv->config_warnings_ += (mv->config_warnings_.empty() ? "" : "; ") + f.message;
+  }
   INFERD_RETURN_IF_ERROR(LoadClassificationLabels(mv->spec_, model_dir));
-  const SchedulerConfig sched = SchedulerConfigFromConfig(config);
+  SchedulerConfig sched = SchedulerConfigFromConfig(config);
   if (sched.kind == SchedulerConfig::Kind::kEnsemble) {
     // An ensemble has no backend and no instances: its steps run on their
     // own models through the server's infer entry point.
@@ -34,8 +40,15 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
   if (!backend.ok()) return backend.status();
   mv->backend_ = *backend;
 
+  auto states = StatesFromConfig(config, model_dir);
+  if (!states.ok()) return states.status();
+  sched.sequence.states = std::move(*states);
+  // The backend may read state inputs and produce state outputs; clients
+  // see neither (backends copy the spec they are given).
+  const ModelSpec backend_spec = BackendSpecWithStates(mv->spec_, config);
+
   ModelLoadContext ctx;
-  ctx.spec = &mv->spec_;
+  ctx.spec = &backend_spec;
   ctx.model_dir = model_dir;
   ctx.default_model_filename = config.default_model_filename();
   ctx.config_json = mv->config_json_;

@@ -40,6 +40,10 @@ class ModelVersion {
   const ModelSpec& spec() const { return spec_; }
   int64_t version() const { return version_; }
   const std::string& config_json() const { return config_json_; }
+  // The config's accepted-but-ineffective fields (config_support.h), one
+  // sentence each joined by "; "; "" when none. Shown as the READY entry's
+  // reason in the repository index.
+  const std::string& config_warnings() const { return config_warnings_; }
   const ModelStats& stats() const { return stats_; }
   ModelStats& stats() { return stats_; }
   // How long Load took, seconds (metrics: nv_model_load_duration_secs).
@@ -66,6 +70,7 @@ class ModelVersion {
   ModelSpec spec_;
   int64_t version_ = 0;
   std::string config_json_;
+  std::string config_warnings_;
   ModelStats stats_;
   double load_seconds_ = 0;
   std::shared_ptr<ModelHealth> health_ = std::make_shared<ModelHealth>();

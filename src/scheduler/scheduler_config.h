@@ -37,12 +37,26 @@ struct ControlInputConfig {
   double false_value = 0, true_value = 1;  // for START/READY/END
 };
 
+// An implicit state tensor (sequence_batching.state): the server gives the
+// model `input_name` on each request of a sequence (the initial state on
+// START, else what the previous request's `output_name` held) and takes
+// `output_name` out of the response.
+struct SequenceStateConfig {
+  std::string input_name;
+  std::string output_name;
+  DataType datatype = DataType::kInvalid;
+  Shape initial_shape;                  // without the batch dimension
+  std::string initial_data;             // the initial state's bytes
+  bool output_is_model_output = false;  // also a configured output: clients may ask for it
+};
+
 struct SequenceBatchingConfig {
   bool oldest = false;  // strategy: oldest (else direct)
   uint64_t max_sequence_idle_us = 1000000;
   uint64_t max_queue_delay_us = 0;
   std::vector<int64_t> preferred_batch_sizes;
   std::vector<ControlInputConfig> controls;
+  std::vector<SequenceStateConfig> states;
 };
 
 struct EnsembleStep {

@@ -19,8 +19,11 @@ SequenceScheduler::SequenceScheduler(ModelIdentity model, const SchedulerConfig&
     policy_.preferred_batch_sizes = config.sequence.preferred_batch_sizes;
     std::sort(policy_.preferred_batch_sizes.begin(), policy_.preferred_batch_sizes.end());
   }
-  for (const auto& c : config.sequence.controls) {
-    if (c.kind == ControlKind::kCorrelationId && c.datatype == DataType::kBytes) string_ids_ = true;
+  for (const auto& c : config_.sequence.controls) {
+    if (c.kind == ControlKind::kCorrelationId) corrid_ = &c;
+  }
+  if (!config.sequence.states.empty()) {
+    states_ = std::make_shared<const std::vector<SequenceStateConfig>>(config.sequence.states);
   }
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
@@ -111,11 +114,12 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
                                   "(parameter 'sequence_id')"));
   }
   const bool is_string = std::holds_alternative<std::string>(req.correlation_id);
-  if (is_string != string_ids_) {
-    return reject(InvalidArgument(
-        "sequence_id of model " + model + " must be " +
-        (string_ids_ ? "a string (its CORRID control is TYPE_STRING)" : "an unsigned integer") +
-        ", got " + (is_string ? "a string" : "an integer")));
+  if (corrid_ != nullptr && is_string != (corrid_->datatype == DataType::kBytes)) {
+    return reject(
+        InvalidArgument("sequence batching control '" + corrid_->input_name + "' data-type is '" +
+                        (is_string ? "BYTES" : "UINT64") + "', but model " + model + " expects '" +
+                        std::string(DataTypeToProtocol(corrid_->datatype)) + "' (send " +
+                        (is_string ? "an unsigned integer" : "a string") + " sequence_id)"));
   }
   const std::string key = Key(req.correlation_id);
   MutexLock lock(mu_);
@@ -134,8 +138,9 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
         if (slots_[i].live_sequences < slots_[best].live_sequences) best = i;
       }
       slots_[best].live_sequences++;
-      it = sequences_.emplace(key, SequenceState{best, now}).first;
+      it = sequences_.emplace(key, SequenceState{best, now, nullptr}).first;
     }
+    if (states_) it->second.store = std::make_shared<SequenceStateStore>(states_, policy_.batching);
   } else if (it == sequences_.end()) {
     lock.Unlock();
     return reject(InvalidArgument(
@@ -146,6 +151,7 @@ void SequenceScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
     it->second.last_seen = now;
   }
   const size_t slot = it->second.slot;
+  if (states_) AttachSequenceState(*pending, *states_, it->second.store);
   if (req.sequence_end) {
     slots_[slot].live_sequences--;
     sequences_.erase(it);
@@ -230,6 +236,14 @@ void SequenceScheduler::InstanceLoop(size_t index) {
     std::erase_if(queue, [](const std::unique_ptr<PendingRequest>& p) { return p == nullptr; });
     if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
     lock.Unlock();
+    if (states_) {
+      // The state is read now, not at Enqueue: the previous request of the
+      // sequence has answered only now.
+      for (auto& p : batch) {
+        auto* sink = static_cast<StateCaptureSink*>(p->sink.get());
+        sink->store().AddInputs(*p->request, p->request->sequence_start);
+      }
+    }
     RunBatch(ctx_, *instances_[index], batch);
     lock.Lock();
   }

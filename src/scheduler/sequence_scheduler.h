@@ -6,7 +6,8 @@
 // sequence, up to max_batch_size, oldest first, waiting at most the
 // strategy's max_queue_delay to fill a batch. The server delivers the
 // configured control inputs (START, END, READY, CORRID) as extra input
-// tensors of each request. A sequence idle for max_sequence_idle_us is
+// tensors of each request, and keeps the implicit state of each sequence
+// (sequence_state.h). A sequence idle for max_sequence_idle_us is
 // released; its next request must START again.
 //
 // The two strategies share this machinery: `direct` forms batches as they
@@ -28,6 +29,7 @@
 #include "scheduler/batch_runner.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_config.h"
+#include "scheduler/sequence_state.h"
 
 namespace inferd {
 
@@ -49,6 +51,7 @@ class SequenceScheduler : public Scheduler {
   struct SequenceState {
     size_t slot = 0;
     Clock::TimePoint last_seen;
+    std::shared_ptr<SequenceStateStore> store;  // implicit state; null without states
   };
 
   void InstanceLoop(size_t index) INFERD_EXCLUDES(mu_);
@@ -63,7 +66,10 @@ class SequenceScheduler : public Scheduler {
   const BatchContext ctx_;
   const SchedulerConfig config_;
   BatchPolicy policy_;
-  bool string_ids_ = false;  // CORRID control is TYPE_STRING
+  // The CORRID control, if any: it fixes the correlation id's type (a
+  // model without one takes integers and strings alike, as Triton does).
+  const ControlInputConfig* corrid_ = nullptr;
+  SequenceStateStore::States states_;  // sequence_batching.state; null when none
   std::vector<std::unique_ptr<BackendInstance>> instances_;
 
   Mutex mu_;
