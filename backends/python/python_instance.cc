@@ -1,0 +1,234 @@
+// PythonInstance's lifecycle: starting the stub, its reader thread, noticing
+// its death, stopping it. See python_model.h.
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "python/python_model.h"
+#include "python/stub_process.h"
+
+namespace inferd_python {
+
+using inferd_backend::Fail;
+using inferd_backend::Host;
+
+namespace {
+
+// Grace periods when unloading: finalize(), then SIGTERM, then SIGKILL.
+constexpr int64_t kFinalizeGraceMs = 30000;
+constexpr int64_t kTermGraceMs = 3000;
+
+const char* KindName(InferdInstanceKind k) {
+  return k == INFERD_INSTANCE_GPU ? "GPU" : k == INFERD_INSTANCE_MODEL ? "MODEL" : "CPU";
+}
+
+}  // namespace
+
+PythonInstance::PythonInstance(PythonModel& model, const InferdInstanceInfo& info)
+    : model_(model), name_(info.name), kind_(KindName(info.kind)), device_id_(info.device_id) {
+  const InferdModelInfo& m = model.info();
+  StubProcess p = SpawnStub("instance");
+  pid_ = p.pid;
+  link_ = std::make_shared<StubLink>(p.fd);
+  reader_ = std::thread([this] { ReaderLoop(); });
+
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  w.StartObject();
+  w.Key("t");
+  w.String("init");
+  w.Key("args");
+  w.StartObject();
+  auto kv = [&](const char* k, const std::string& v) {
+    w.Key(k);
+    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  kv("model_config", m.config_json ? m.config_json : "{}");
+  kv("model_instance_kind", kind_);
+  kv("model_instance_name", name_);
+  kv("model_instance_device_id", std::to_string(device_id_));
+  kv("model_repository", m.model_directory);
+  kv("model_version", std::to_string(m.version));
+  kv("model_name", m.name);
+  w.EndObject();
+  kv("model_file", model.model_file());
+  kv("model_dir", m.model_directory);
+  kv("version_dir", m.version_directory);
+  w.Key("decoupled");
+  w.Bool(model.decoupled());
+  w.EndObject();
+  std::string error;
+  try {
+    link_->channel.Send(sb.GetString());
+    Message reply = WaitReply("init_done", 0, "initialize");
+    const auto& e = reply.doc["error"];
+    if (e.IsString()) error = e.GetString();
+  } catch (const inferd_backend::BackendError& e) {
+    error = e.what();
+  }
+  if (error.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_ = !dead_;
+  } else {
+    StopStub();
+    Fail(INFERD_ERROR_INTERNAL, "Python model '" + std::string(m.name) + "' instance '" + name_ +
+                                    "' failed to initialize: " + error);
+  }
+}
+
+PythonInstance::~PythonInstance() { StopStub(); }
+
+void PythonInstance::StopStub() {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  const bool alive = !gone_;
+  const bool talk = !dead_;
+  dead_ = true;
+  if (death_.empty()) death_ = "the model is being unloaded";
+  lock.unlock();
+  if (alive && talk && link_->channel.Send("{\"t\":\"fini\"}")) {
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::milliseconds(kFinalizeGraceMs), [&] { return gone_; });
+    lock.unlock();
+  }
+  lock.lock();
+  if (!gone_) {
+    kill(pid_, SIGTERM);
+    if (!cv_.wait_for(lock, std::chrono::milliseconds(kTermGraceMs), [&] { return gone_; })) {
+      kill(pid_, SIGKILL);
+    }
+  }
+  lock.unlock();
+  link_->channel.Shutdown();
+  if (reader_.joinable()) reader_.join();
+  // Whatever the stub left unanswered.
+  std::lock_guard<std::mutex> g(mu_);
+  for (auto& [key, p] : pending_) {
+    FailPending(p, INFERD_ERROR_UNAVAILABLE, "Python model instance '" + name_ + "': " + death_);
+  }
+  pending_.clear();
+}
+
+void PythonInstance::ReaderLoop() {
+  std::string text;
+  for (;;) {
+    std::vector<int> fds;
+    if (!link_->channel.Recv(&text, &fds)) {
+      for (int fd : fds) close(fd);
+      break;
+    }
+    Message m;
+    m.doc.Parse(text.data(), text.size());
+    if (m.doc.HasParseError() || !m.doc.IsObject() || !m.doc.HasMember("t") ||
+        !m.doc["t"].IsString()) {
+      for (int fd : fds) close(fd);
+      Host().log(INFERD_LOG_ERROR, ("Python instance '" + name_ + "': bad message from its stub")
+                                       .c_str());
+      continue;
+    }
+    try {
+      MapRegions(m.doc, fds);
+      Dispatch(std::move(m));
+    } catch (const std::exception& e) {
+      Host().log(INFERD_LOG_ERROR, ("Python instance '" + name_ + "': " + e.what()).c_str());
+    }
+  }
+  OnStubGone();
+}
+
+void PythonInstance::MapRegions(const rapidjson::Document& doc, std::vector<int>& fds) {
+  size_t used = 0;
+  if (doc.HasMember("regions") && doc["regions"].IsArray()) {
+    for (const auto& r : doc["regions"].GetArray()) {
+      if (used >= fds.size()) break;
+      const uint64_t id = r[1].GetUint64();
+      auto region = Region::Map(id, fds[used++], r[2].GetUint64());
+      std::lock_guard<std::mutex> lock(regions_mu_);
+      stub_regions_[id] = std::move(region);
+    }
+  }
+  for (; used < fds.size(); ++used) close(fds[used]);
+}
+
+void PythonInstance::Dispatch(Message m) {
+  const std::string t = m.doc["t"].GetString();
+  if (t == "send") {
+    HandleSend(m.doc);
+  } else if (t == "bls") {
+    HandleBls(m.doc);
+  } else if (t == "is_cancelled") {
+    HandleIsCancelled(m.doc);
+  } else if (t == "log") {
+    const int level = m.doc["level"].GetInt();
+    const std::string text = name_ + ": " + m.doc["msg"].GetString();
+    Host().log(level == 1 ? INFERD_LOG_WARNING : level == 2 ? INFERD_LOG_ERROR : INFERD_LOG_INFO,
+               text.c_str());
+  } else {
+    std::lock_guard<std::mutex> lock(mu_);
+    reply_ = std::move(m);
+    cv_.notify_all();
+  }
+}
+
+PythonInstance::Message PythonInstance::WaitReply(const char* type, int64_t timeout_ms,
+                                                  const std::string& what) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto ready = [&] { return reply_.has_value() || dead_; };
+  if (timeout_ms > 0) {
+    if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
+      dead_ = true;
+      death_ = "its " + what + " did not return within " + std::to_string(timeout_ms / 1000) +
+               " s (execute_timeout_seconds); the stub process (pid " + std::to_string(pid_) +
+               ") was killed";
+      kill(pid_, SIGKILL);
+      const std::string reason = "Python model '" + std::string(model_.info().name) +
+                                 "' instance '" + name_ + "': " + death_;
+      lock.unlock();
+      model_.SetUnavailable(reason);
+      Fail(INFERD_ERROR_UNAVAILABLE, reason);
+    }
+  } else {
+    cv_.wait(lock, ready);
+  }
+  if (!reply_.has_value()) {
+    Fail(INFERD_ERROR_UNAVAILABLE,
+         "Python model '" + std::string(model_.info().name) + "' instance '" + name_ + "': " + death_);
+  }
+  Message m = std::move(*reply_);
+  reply_.reset();
+  if (std::string(m.doc["t"].GetString()) != type) {
+    Fail(INFERD_ERROR_INTERNAL, "Python instance '" + name_ + "': expected '" + type +
+                                    "' from the stub, got '" + m.doc["t"].GetString() + "'");
+  }
+  return m;
+}
+
+void PythonInstance::OnStubGone() {
+  int status = 0;
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  gone_ = true;
+  const bool unexpected = ready_ && !stopping_ && !dead_;
+  if (!dead_ || death_.empty()) {
+    death_ = "its stub process (pid " + std::to_string(pid_) + ") " + DescribeExit(status);
+  }
+  dead_ = true;
+  for (auto& [key, p] : pending_) {
+    if (p.request == nullptr) {
+      FailPending(p, INFERD_ERROR_UNAVAILABLE, "Python model instance '" + name_ + "': " + death_);
+    }
+  }
+  std::erase_if(pending_, [](const auto& kv) { return kv.second.request == nullptr; });
+  const std::string reason =
+      "Python model '" + std::string(model_.info().name) + "' instance '" + name_ + "': " + death_;
+  cv_.notify_all();
+  lock.unlock();
+  if (unexpected) model_.SetUnavailable(reason);
+}
+
+}  // namespace inferd_python
