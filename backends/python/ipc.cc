@@ -18,11 +18,13 @@ std::unique_ptr<Region> Region::Create(uint64_t id, size_t data_size) {
   size_t size = 64 * 1024;
   while (size < data_size + kRegionHeader) size <<= 1;
   const int fd = memfd_create("inferd-python", MFD_CLOEXEC);
-  if (fd < 0) Fail(INFERD_ERROR_RESOURCE_EXHAUSTED, std::string("memfd_create: ") + strerror(errno));
+  if (fd < 0)
+    Fail(INFERD_ERROR_RESOURCE_EXHAUSTED, std::string("memfd_create: ") + strerror(errno));
   if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
     const int e = errno;
     close(fd);
-    Fail(INFERD_ERROR_RESOURCE_EXHAUSTED, std::string("ftruncate of shared memory: ") + strerror(e));
+    Fail(INFERD_ERROR_RESOURCE_EXHAUSTED,
+         std::string("ftruncate of shared memory: ") + strerror(e));
   }
   return Map(id, fd, size);
 }

@@ -16,7 +16,7 @@ using inferd_backend::Host;
 namespace {
 
 bool Exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return stat(path.c_str(), &st) == 0;
 }
 
@@ -26,20 +26,22 @@ PythonModel::PythonModel(const InferdModelInfo& info) : info_(info) {
   const std::string who = std::string("Python model '") + info.name + "'";
   if (FindParameter(info, "EXECUTION_ENV_PATH") != nullptr) {
     Fail(INFERD_ERROR_INVALID_ARGUMENT,
-         who + ": parameter EXECUTION_ENV_PATH (a packed Python environment) is not supported: "
-               "inferd runs every Python model on the system's /usr/bin/python3; install what "
-               "the model imports there (e.g. Debian's python3-* packages)");
+         who +
+             ": parameter EXECUTION_ENV_PATH (a packed Python environment) is not supported: "
+             "inferd runs every Python model on the system's /usr/bin/python3; install what "
+             "the model imports there (e.g. Debian's python3-* packages)");
   }
   if (Exists(std::string(info.model_directory) + "/triton_python_backend_stub")) {
     Fail(INFERD_ERROR_INVALID_ARGUMENT,
-         who + ": a custom triton_python_backend_stub in the model directory is not supported: "
-               "inferd runs its own stub on /usr/bin/python3; remove the file");
+         who +
+             ": a custom triton_python_backend_stub in the model directory is not supported: "
+             "inferd runs its own stub on /usr/bin/python3; remove the file");
   }
   if (const char* v = FindParameter(info, "FORCE_CPU_ONLY_INPUT_TENSORS")) {
     const std::string s = v;
     if (s != "yes" && s != "no") {
-      Fail(INFERD_ERROR_UNIMPLEMENTED, "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: " + s +
-                                           "'");
+      Fail(INFERD_ERROR_UNIMPLEMENTED,
+           "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: " + s + "'");
     }
   }
   execute_timeout_ms_ =
@@ -48,8 +50,8 @@ PythonModel::PythonModel(const InferdModelInfo& info) : info_(info) {
                                ? info.default_model_filename
                                : "model.py";
   if (file.size() < 3 || file.compare(file.size() - 3, 3, ".py") != 0) {
-    Fail(INFERD_ERROR_INVALID_ARGUMENT, who + ": default_model_filename '" + file +
-                                            "' must name a .py file");
+    Fail(INFERD_ERROR_INVALID_ARGUMENT,
+         who + ": default_model_filename '" + file + "' must name a .py file");
   }
   model_file_ = std::string(info.version_directory) + "/" + file;
   if (!Exists(model_file_)) {

@@ -186,10 +186,9 @@ void PythonInstance::HandleBls(const rapidjson::Document& doc) {
     for (const auto& in : doc["in"].GetArray()) {
       std::vector<int64_t> shape;
       for (const auto& d : in[2].GetArray()) shape.push_back(d.GetInt64());
-      inferd_backend::ThrowIfError(h.infer_add_input(call, in[0].GetString(), in[1].GetInt(),
-                                                     shape.data(),
-                                                     static_cast<uint32_t>(shape.size()),
-                                                     EntryData(in), in[6].GetUint64()));
+      inferd_backend::ThrowIfError(
+          h.infer_add_input(call, in[0].GetString(), in[1].GetInt(), shape.data(),
+                            static_cast<uint32_t>(shape.size()), EntryData(in), in[6].GetUint64()));
     }
     for (const auto& o : doc["outs"].GetArray()) {
       inferd_backend::ThrowIfError(h.infer_add_requested_output(call, o.GetString()));

@@ -86,8 +86,9 @@ std::string PythonInstance::BuildExec(InferdRequest* const* requests, uint32_t n
     w.Key("corr");
     uint64_t uid = 0;
     const char* sid = nullptr;
-    const InferdCorrelationKind ck =
-        h.request_correlation_id ? h.request_correlation_id(q, &uid, &sid) : INFERD_CORRELATION_NONE;
+    const InferdCorrelationKind ck = h.request_correlation_id
+                                         ? h.request_correlation_id(q, &uid, &sid)
+                                         : INFERD_CORRELATION_NONE;
     if (ck == INFERD_CORRELATION_STRING && sid != nullptr) {
       WriteString(w, sid);
     } else {
@@ -106,7 +107,8 @@ std::string PythonInstance::BuildExec(InferdRequest* const* requests, uint32_t n
       for (uint32_t i = 0; i < c; ++i) WriteString(w, h.request_output_name(q, i));
     } else {
       for (uint32_t i = 0; i < info.output_count; ++i) {
-        if (h.request_output_requested(q, info.outputs[i].name)) WriteString(w, info.outputs[i].name);
+        if (h.request_output_requested(q, info.outputs[i].name))
+          WriteString(w, info.outputs[i].name);
       }
     }
     w.EndArray();
@@ -246,11 +248,11 @@ void PythonInstance::Execute(InferdRequest* const* requests, uint32_t n) {
       continue;  // answered through the response sender
     }
     if (entry.IsNull()) {
-      h.request_set_error(requests[r],
-                          h.error_new(INFERD_ERROR_INTERNAL,
-                                      ("Python model '" + name_ +
-                                       "' returned None for a request it did not answer")
-                                          .c_str()));
+      h.request_set_error(
+          requests[r],
+          h.error_new(INFERD_ERROR_INTERNAL,
+                      ("Python model '" + name_ + "' returned None for a request it did not answer")
+                          .c_str()));
       continue;
     }
     InferdError* err = inferd_backend::Guard([&] { AnswerRequest(requests[r], entry); });
@@ -308,9 +310,9 @@ void PythonInstance::AnswerRequest(InferdRequest* r, const rapidjson::Value& ent
     InferdMemoryType mt = INFERD_MEMORY_CPU;
     int64_t dev = 0;
     void* buffer = nullptr;
-    inferd_backend::ThrowIfError(h.request_output_alloc(
-        r, o[0].GetString(), o[1].GetInt(), shape.data(), static_cast<uint32_t>(shape.size()),
-        size, &mt, &dev, &buffer));
+    inferd_backend::ThrowIfError(
+        h.request_output_alloc(r, o[0].GetString(), o[1].GetInt(), shape.data(),
+                               static_cast<uint32_t>(shape.size()), size, &mt, &dev, &buffer));
     if (size > 0) std::memcpy(buffer, src, size);
   }
 }

@@ -126,8 +126,8 @@ void PythonInstance::ReaderLoop() {
     if (m.doc.HasParseError() || !m.doc.IsObject() || !m.doc.HasMember("t") ||
         !m.doc["t"].IsString()) {
       for (int fd : fds) close(fd);
-      Host().log(INFERD_LOG_ERROR, ("Python instance '" + name_ + "': bad message from its stub")
-                                       .c_str());
+      Host().log(INFERD_LOG_ERROR,
+                 ("Python instance '" + name_ + "': bad message from its stub").c_str());
       continue;
     }
     try {
@@ -165,7 +165,9 @@ void PythonInstance::Dispatch(Message m) {
   } else if (t == "log") {
     const int level = m.doc["level"].GetInt();
     const std::string text = name_ + ": " + m.doc["msg"].GetString();
-    Host().log(level == 1 ? INFERD_LOG_WARNING : level == 2 ? INFERD_LOG_ERROR : INFERD_LOG_INFO,
+    Host().log(level == 1   ? INFERD_LOG_WARNING
+               : level == 2 ? INFERD_LOG_ERROR
+                            : INFERD_LOG_INFO,
                text.c_str());
   } else {
     std::lock_guard<std::mutex> lock(mu_);
@@ -195,8 +197,8 @@ PythonInstance::Message PythonInstance::WaitReply(const char* type, int64_t time
     cv_.wait(lock, ready);
   }
   if (!reply_.has_value()) {
-    Fail(INFERD_ERROR_UNAVAILABLE,
-         "Python model '" + std::string(model_.info().name) + "' instance '" + name_ + "': " + death_);
+    Fail(INFERD_ERROR_UNAVAILABLE, "Python model '" + std::string(model_.info().name) +
+                                       "' instance '" + name_ + "': " + death_);
   }
   Message m = std::move(*reply_);
   reply_.reset();

@@ -112,15 +112,15 @@ class PythonInstance {
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Message> reply_;
-  bool gone_ = false;     // the stub process has exited (reaped)
-  bool dead_ = false;     // no more work for the stub (exited, killed, timed out)
-  bool stopping_ = false; // unload in progress: an exit is expected
-  bool ready_ = false;    // initialize() returned: an exit from now on is a failure
-  std::string death_;     // why dead_
+  bool gone_ = false;      // the stub process has exited (reaped)
+  bool dead_ = false;      // no more work for the stub (exited, killed, timed out)
+  bool stopping_ = false;  // unload in progress: an exit is expected
+  bool ready_ = false;     // initialize() returned: an exit from now on is a failure
+  std::string death_;      // why dead_
   std::map<uint64_t, Pending> pending_;
   uint64_t next_key_ = 1;
 
-  std::mutex regions_mu_;  // taken alone, or inside mu_
+  std::mutex regions_mu_;                                     // taken alone, or inside mu_
   std::map<uint64_t, std::unique_ptr<Region>> stub_regions_;  // "S"
 
   // Instance thread only.

@@ -35,9 +35,9 @@ void PythonInstance::FillResponse(InferdResponse* response, const rapidjson::Val
     InferdMemoryType mt = INFERD_MEMORY_CPU;
     int64_t dev = 0;
     void* buffer = nullptr;
-    inferd_backend::ThrowIfError(h.response_output_alloc(
-        response, o[0].GetString(), o[1].GetInt(), shape.data(),
-        static_cast<uint32_t>(shape.size()), size, &mt, &dev, &buffer));
+    inferd_backend::ThrowIfError(
+        h.response_output_alloc(response, o[0].GetString(), o[1].GetInt(), shape.data(),
+                                static_cast<uint32_t>(shape.size()), size, &mt, &dev, &buffer));
     if (size > 0) std::memcpy(buffer, src, size);
   }
   if (entry.HasMember("p") && entry["p"].IsObject() && h.response_set_parameter != nullptr) {
@@ -124,8 +124,8 @@ void PythonInstance::HandleSend(const rapidjson::Document& doc) {
     }
   }
   if (send_error != nullptr) {
-    h.log(INFERD_LOG_WARNING, ("Python instance '" + name_ + "': " + h.error_message(send_error))
-                                  .c_str());
+    h.log(INFERD_LOG_WARNING,
+          ("Python instance '" + name_ + "': " + h.error_message(send_error)).c_str());
     h.error_delete(send_error);
   }
   if (p.final_sent) {

@@ -148,7 +148,8 @@ std::string DescribeExit(int status) {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = strsignal(sig);
-    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (") + name + ")" : "");
+    return "was killed by signal " + std::to_string(sig) +
+           (name ? std::string(" (") + name + ")" : "");
   }
   return "stopped (status " + std::to_string(status) + ")";
 }

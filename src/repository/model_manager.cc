@@ -259,7 +259,11 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
                                const LoadInput& input) {
   NormalizeOptions normalize;
   normalize.gpu_count = options_.gpu_count;
-  PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize);
+  PythonAutoCompleteOptions python;  // the Python backend's stub, next to its library
+  if (options_.registry != nullptr && !options_.registry->backend_directory().empty()) {
+    python.stub_directory = options_.registry->backend_directory() + "/python";
+  }
+  PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize, python);
   ModelPlan plan;
   {
     MutexLock lock(mu_);
