@@ -74,7 +74,7 @@ bool Channel::Send(const std::string& message, const std::vector<int>& fds) {
   }
 }
 
-bool Channel::Recv(std::string* message, std::vector<int>* fds) {
+Channel::Received Channel::Recv(std::string* message, std::vector<int>* fds, bool nonblocking) {
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 64)];
   iovec iov{buf_.data(), buf_.size()};
   msghdr msg{};
@@ -84,9 +84,10 @@ bool Channel::Recv(std::string* message, std::vector<int>* fds) {
   msg.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    n = recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC | (nonblocking ? MSG_DONTWAIT : 0));
   } while (n < 0 && errno == EINTR);
-  if (n <= 0) return false;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Received::kAgain;
+  if (n <= 0) return Received::kClosed;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
       const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
@@ -97,9 +98,9 @@ bool Channel::Recv(std::string* message, std::vector<int>* fds) {
       }
     }
   }
-  if (msg.msg_flags & MSG_TRUNC) return false;  // a message over 1 MiB: protocol error
+  if (msg.msg_flags & MSG_TRUNC) return Received::kClosed;  // over 1 MiB: protocol error
   message->assign(buf_.data(), static_cast<size_t>(n));
-  return true;
+  return Received::kMessage;
 }
 
 void Channel::Shutdown() { shutdown(fd_, SHUT_RDWR); }

@@ -10,7 +10,8 @@
 //
 // Channel: one end of a SOCK_SEQPACKET socketpair; each datagram is one JSON
 // message, with file descriptors of new regions attached (SCM_RIGHTS).
-// Send is thread-safe (serialised); Recv is used by one reader thread only.
+// Send is thread-safe (serialised); Recv by one thread at a time (the
+// caller serialises).
 // Errors: Create/Map throw inferd_backend::BackendError; Send/Recv return
 // false once the peer is gone.
 #pragma once
@@ -69,9 +70,12 @@ class Channel {
 
   // Sends one message with `fds` attached (they stay open here).
   bool Send(const std::string& message, const std::vector<int>& fds = {});
+  enum class Received { kMessage, kAgain, kClosed };
   // Receives one message; attached fds are appended to *fds (the caller owns
-  // them). False on end of stream or error.
-  bool Recv(std::string* message, std::vector<int>* fds);
+  // them). kClosed on end of stream or error; kAgain only when
+  // `nonblocking` and nothing is there.
+  Received Recv(std::string* message, std::vector<int>* fds, bool nonblocking = false);
+  int fd() const { return fd_; }
   // Wakes a blocked Recv (it then returns false).
   void Shutdown();
 

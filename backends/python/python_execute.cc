@@ -165,16 +165,6 @@ void PythonInstance::Execute(InferdRequest* const* requests, uint32_t n) {
   const uint64_t first_key = next_key_;
   next_key_ += n;
   const std::string message = BuildExec(requests, n, first_key, fds);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint32_t r = 0; r < n; ++r) {
-      Pending& p = pending_[first_key + r];
-      p.request = requests[r];
-      if (model_.decoupled()) {
-        inferd_backend::ThrowIfError(h.response_factory_new(requests[r], &p.factory));
-      }
-    }
-  }
   // From here on every request's entry in pending_ must be settled on exit.
   struct Settle {
     PythonInstance* self;
@@ -197,14 +187,31 @@ void PythonInstance::Execute(InferdRequest* const* requests, uint32_t n) {
     }
   } settle{this, first_key, n};
 
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t r = 0; r < n; ++r) {
+      Pending& p = pending_[first_key + r];
+      p.request = requests[r];
+      if (model_.decoupled()) {
+        inferd_backend::ThrowIfError(h.response_factory_new(requests[r], &p.factory));
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executing_ = true;  // from now on this thread reads the channel (ExecWait)
+  }
+
   if (!link_->channel.Send(message, fds)) {
     std::lock_guard<std::mutex> lock(mu_);
+    executing_ = false;
+    cv_.notify_all();
     Fail(INFERD_ERROR_UNAVAILABLE, "Python model '" + std::string(info.name) + "' instance '" +
                                        name_ + "': its stub process is gone");
   }
   Message done;
   try {
-    done = WaitReply("exec_done", model_.execute_timeout_ms(), "execute");
+    done = ExecWait(model_.execute_timeout_ms());
   } catch (const inferd_backend::BackendError& e) {
     // Requests whose answer was taken over get the error through their factory.
     std::lock_guard<std::mutex> lock(mu_);

@@ -1,11 +1,14 @@
 // PythonInstance's lifecycle: starting the stub, its reader thread, noticing
 // its death, stopping it. See python_model.h.
+#include <poll.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 
 #include "python/python_model.h"
@@ -114,30 +117,113 @@ void PythonInstance::StopStub() {
 }
 
 void PythonInstance::ReaderLoop() {
-  std::string text;
   for (;;) {
-    std::vector<int> fds;
-    if (!link_->channel.Recv(&text, &fds)) {
-      for (int fd : fds) close(fd);
-      break;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return !executing_; });
     }
-    Message m;
-    m.doc.Parse(text.data(), text.size());
-    if (m.doc.HasParseError() || !m.doc.IsObject() || !m.doc.HasMember("t") ||
-        !m.doc["t"].IsString()) {
-      for (int fd : fds) close(fd);
-      Host().log(INFERD_LOG_ERROR,
-                 ("Python instance '" + name_ + "': bad message from its stub").c_str());
-      continue;
+    pollfd p{link_->channel.fd(), POLLIN, 0};
+    if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
+    std::lock_guard<std::mutex> role(read_mu_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (executing_) continue;  // Execute reads this one
     }
-    try {
-      MapRegions(m.doc, fds);
-      Dispatch(std::move(m));
-    } catch (const std::exception& e) {
-      Host().log(INFERD_LOG_ERROR, ("Python instance '" + name_ + "': " + e.what()).c_str());
-    }
+    if (ReadOne(true) == Channel::Received::kClosed) break;
   }
   OnStubGone();
+}
+
+Channel::Received PythonInstance::ReadOne(bool nonblocking) {
+  std::vector<int> fds;
+  const Channel::Received got = link_->channel.Recv(&text_, &fds, nonblocking);
+  if (got != Channel::Received::kMessage) {
+    for (int fd : fds) close(fd);
+    return got;
+  }
+  Message m;
+  m.doc.Parse(text_.data(), text_.size());
+  if (m.doc.HasParseError() || !m.doc.IsObject() || !m.doc.HasMember("t") ||
+      !m.doc["t"].IsString()) {
+    for (int fd : fds) close(fd);
+    Host().log(INFERD_LOG_ERROR,
+               ("Python instance '" + name_ + "': bad message from its stub").c_str());
+    return got;
+  }
+  try {
+    MapRegions(m.doc, fds);
+    Dispatch(std::move(m));
+  } catch (const std::exception& e) {
+    Host().log(INFERD_LOG_ERROR, ("Python instance '" + name_ + "': " + e.what()).c_str());
+  }
+  return got;
+}
+
+PythonInstance::Message PythonInstance::ExecWait(int64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  bool closed = false;
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> role(read_mu_);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (reply_.has_value() || dead_) break;
+      }
+      int wait_ms = -1;
+      if (timeout_ms > 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+      }
+      pollfd p{link_->channel.fd(), POLLIN, 0};
+      const int n = poll(&p, 1, wait_ms);
+      if (n == 0) {
+        timed_out = true;
+        break;
+      }
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        closed = true;
+        break;
+      }
+      if (ReadOne(true) == Channel::Received::kClosed) {
+        closed = true;
+        break;
+      }
+    }
+  }
+  std::unique_lock<std::mutex> lock(mu_);
+  executing_ = false;
+  cv_.notify_all();
+  if (timed_out && !reply_.has_value()) TimedOut(lock, "execute", timeout_ms);
+  if (closed) cv_.wait(lock, [&] { return gone_; });  // the reader reaps the stub
+  if (!reply_.has_value()) {
+    Fail(INFERD_ERROR_UNAVAILABLE, "Python model '" + std::string(model_.info().name) +
+                                       "' instance '" + name_ + "': " + death_);
+  }
+  Message m = std::move(*reply_);
+  reply_.reset();
+  if (std::string(m.doc["t"].GetString()) != "exec_done") {
+    Fail(INFERD_ERROR_INTERNAL, "Python instance '" + name_ +
+                                    "': expected 'exec_done' from the stub, got '" +
+                                    m.doc["t"].GetString() + "'");
+  }
+  return m;
+}
+
+void PythonInstance::TimedOut(std::unique_lock<std::mutex>& lock, const std::string& what,
+                              int64_t timeout_ms) {
+  dead_ = true;
+  death_ = "its " + what + " did not return within " + std::to_string(timeout_ms / 1000) +
+           " s (execute_timeout_seconds); the stub process (pid " + std::to_string(pid_) +
+           ") was killed";
+  kill(pid_, SIGKILL);
+  const std::string reason =
+      "Python model '" + std::string(model_.info().name) + "' instance '" + name_ + "': " + death_;
+  lock.unlock();
+  model_.SetUnavailable(reason);
+  Fail(INFERD_ERROR_UNAVAILABLE, reason);
 }
 
 void PythonInstance::MapRegions(const rapidjson::Document& doc, std::vector<int>& fds) {
@@ -182,16 +268,7 @@ PythonInstance::Message PythonInstance::WaitReply(const char* type, int64_t time
   auto ready = [&] { return reply_.has_value() || dead_; };
   if (timeout_ms > 0) {
     if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
-      dead_ = true;
-      death_ = "its " + what + " did not return within " + std::to_string(timeout_ms / 1000) +
-               " s (execute_timeout_seconds); the stub process (pid " + std::to_string(pid_) +
-               ") was killed";
-      kill(pid_, SIGKILL);
-      const std::string reason = "Python model '" + std::string(model_.info().name) +
-                                 "' instance '" + name_ + "': " + death_;
-      lock.unlock();
-      model_.SetUnavailable(reason);
-      Fail(INFERD_ERROR_UNAVAILABLE, reason);
+      TimedOut(lock, what, timeout_ms);
     }
   } else {
     cv_.wait(lock, ready);

@@ -83,6 +83,14 @@ class PythonInstance {
   };
 
   void ReaderLoop();
+  // Reads and handles one message (replies land in reply_); the caller
+  // holds read_mu_.
+  Channel::Received ReadOne(bool nonblocking);
+  // Execute's wait for "exec_done": the instance thread reads the channel
+  // itself (no thread switch on the way back), handling other messages too.
+  Message ExecWait(int64_t timeout_ms);
+  [[noreturn]] void TimedOut(std::unique_lock<std::mutex>& lock, const std::string& what,
+                             int64_t timeout_ms);
   void Dispatch(Message m);
   void MapRegions(const rapidjson::Document& doc, std::vector<int>& fds);
   Message WaitReply(const char* type, int64_t timeout_ms, const std::string& what);
@@ -108,9 +116,12 @@ class PythonInstance {
   pid_t pid_ = -1;
   std::shared_ptr<StubLink> link_;
   std::thread reader_;
+  std::string text_;  // the last message read (under read_mu_)
 
+  std::mutex read_mu_;  // who reads the channel: the reader, or Execute
   std::mutex mu_;
   std::condition_variable cv_;
+  bool executing_ = false;  // Execute reads the channel; the reader thread waits
   std::optional<Message> reply_;
   bool gone_ = false;      // the stub process has exited (reaped)
   bool dead_ = false;      // no more work for the stub (exited, killed, timed out)

@@ -1,0 +1,65 @@
+#!/bin/bash
+# Python backend overhead: an identity model written in Python (backend
+# "python", one stub process, output = the input's view, sent by reference)
+# against the built-in identity backend (C, one memcpy), through inferd over
+# HTTP with infer-perf, at concurrency 1 and 16, for a small tensor (16 FP32)
+# and a 4 MiB one (1,048,576 FP32). Prints the microseconds the stub adds per
+# request and the 4 MiB tensors' throughput in GB/s (input bytes per second).
+# Needs `make build` (inferd, infer-perf, libinferd_python.so).
+source "$(dirname "$0")/../lib/common.sh"
+INTERVAL_MS="${INTERVAL_MS:-3000}"
+TMP=$(mktemp -d); PIDS=(); trap 'cleanup; rm -rf "$TMP"' EXIT
+
+model() {  # model NAME BACKEND
+  mkdir -p "$TMP/models/$1/1"
+  cat > "$TMP/models/$1/config.pbtxt" <<CFG
+name: "$1"
+backend: "$2"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -1 ] } ]
+CFG
+}
+model identity_c identity
+model identity_py python
+cat > "$TMP/models/identity_py/1/model.py" <<'PY'
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse(
+            [pb_utils.Tensor("OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
+            for r in requests]
+PY
+
+start_inferd "$TMP/inferd.log" --model-repository "$TMP/models"
+declare -A LAT THR
+run() {  # run MODEL ELEMENTS CONCURRENCY
+  "$PERF" -m "$1" -u 127.0.0.1:$HTTP_PORT --shape "INPUT0:$2" --concurrency-range "$3" \
+    --measurement-interval "$INTERVAL_MS" --max-trials 4 --json > "$TMP/r.json"
+  LAT[$1_$2_$3]=$(json_field "$TMP/r.json" "d['results'][0]['latency_avg_us']")
+  THR[$1_$2_$3]=$(json_field "$TMP/r.json" "d['results'][0]['throughput_infer_per_sec']")
+}
+echo "| tensor | concurrency | built-in identity: infer/s, avg µs | Python identity: infer/s, avg µs | added µs/request | Python GB/s |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for n in 16 1048576; do
+  for c in 1 16; do
+    run identity_c $n $c
+    run identity_py $n $c
+    lc=${LAT[identity_c_${n}_$c]} lp=${LAT[identity_py_${n}_$c]}
+    tc=${THR[identity_c_${n}_$c]} tp=${THR[identity_py_${n}_$c]}
+    /usr/bin/python3 - "$n" "$c" "$lc" "$lp" "$tc" "$tp" <<'PY'
+import sys
+n, c = int(sys.argv[1]), int(sys.argv[2])
+lc, lp, tc, tp = map(float, sys.argv[3:7])
+# Added time per request: at concurrency 1 the latency difference; at 16 the
+# difference of the per-request service time (1/throughput).
+added = lp - lc if c == 1 else 1e6 / tp - 1e6 / tc
+gbs = tp * n * 4 / 1e9
+label = "%d FP32 (%s)" % (n, "4 MiB" if n == 1048576 else "%d B" % (n * 4))
+print("| %s | %d | %.0f, %.0f | %.0f, %.0f | %.1f | %.2f |" % (label, c, tc, lc, tp, lp, added, gbs))
+PY
+  done
+done
+echo "(host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg))"
