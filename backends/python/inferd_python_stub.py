@@ -103,6 +103,7 @@ class Runtime:
         self.queue = collections.deque()  # messages for the main thread
         self.mail = {}  # (kind, id) -> deque of messages for a waiting thread
         self.peer = {}  # (kind, id) -> mmap of inferd's regions
+        self.peer_addr = {}  # (kind, id) -> its address here
         self.own = []  # [id, mmap, addr, size, fd or None (announced)]
         self.own_lock = threading.Lock()
         self.ids = itertools.count(1)
@@ -139,9 +140,12 @@ class Runtime:
                 fds.extend(a)
         for kind, rid in msg.get("drop", ()):
             self.peer.pop((kind, rid), None)
+            self.peer_addr.pop((kind, rid), None)
         for (kind, rid, size), fd in zip(msg.get("regions", ()), fds):
-            self.peer[(kind, rid)] = mmap.mmap(fd, size)
+            mm = mmap.mmap(fd, size)
             os.close(fd)
+            self.peer[(kind, rid)] = mm
+            self.peer_addr[(kind, rid)] = _addr(mm)
         return msg
 
     def wait(self, pick):
@@ -256,8 +260,8 @@ class Runtime:
             if dtype == 13:
                 arr = _bytes_array(memoryview(mm)[HEADER + off:HEADER + off + size], shape)
             elif kind == "B":
-                arr = np.asarray(_View(leases[(kind, rid)], _addr(mm) + HEADER + off, shape,
-                                       DTYPES[dtype]))
+                arr = np.asarray(_View(leases[(kind, rid)], self.peer_addr[(kind, rid)] + HEADER
+                                       + off, shape, DTYPES[dtype]))
             else:
                 count = size // ITEMSIZE[dtype]
                 arr = np.frombuffer(mm, DTYPES[dtype], count, HEADER + off).reshape(shape)
@@ -431,8 +435,7 @@ class Instance:
         er = msg.get("er")
         rt.exec_region = None
         if er is not None:
-            mm = rt.peer[("E", er)]
-            rt.exec_region = (er, _addr(mm), len(mm) - HEADER)
+            rt.exec_region = (er, rt.peer_addr[("E", er)], len(rt.peer[("E", er)]) - HEADER)
         requests = []
         for r in msg["reqs"]:
             inputs = rt.decode_tensors(r["in"], copy)
