@@ -1,6 +1,6 @@
 #!/bin/sh
 # (Re)generates the example model repository in examples/models.
-# The built-in models (simple, simple_int8, simple_string, simple_identity,
+# The built-in models (simple, simple_int8, simple_string, simple_identity, repeat_int32,
 # identity) and the image pipelines (digits_preprocess, digits_pipeline,
 # resnet50_preprocess, resnet50_pipeline) are plain configs kept in the
 # repository; this script makes sure
@@ -11,7 +11,7 @@
 set -eu
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/models"
-for model in simple simple_int8 simple_string simple_identity identity \
+for model in simple simple_int8 simple_string simple_identity identity repeat_int32 \
     digits_preprocess digits_pipeline resnet50_preprocess resnet50_pipeline; do
   [ -f "$model/config.pbtxt" ] || { echo "make_models: $model/config.pbtxt is missing" >&2; exit 1; }
   mkdir -p "$model/1"

@@ -164,11 +164,7 @@ enum {
 
 /* v2: which kind of correlation id a request carries. */
 typedef int32_t InferdCorrelationKind;
-enum {
-  INFERD_CORRELATION_NONE = 0,
-  INFERD_CORRELATION_UINT = 1,
-  INFERD_CORRELATION_STRING = 2
-};
+enum { INFERD_CORRELATION_NONE = 0, INFERD_CORRELATION_UINT = 1, INFERD_CORRELATION_STRING = 2 };
 
 /* ---- opaque server objects ---------------------------------------------- */
 
@@ -254,7 +250,7 @@ typedef struct InferdModelInfo {
   uint32_t control_count;
   const InferdControlInput* controls;
   /* v2 */
-  int32_t decoupled;          /* 1: model_transaction_policy { decoupled: true } */
+  int32_t decoupled;           /* 1: model_transaction_policy { decoupled: true } */
   InferdHostModel* host_model; /* for model_set_unavailable */
 } InferdModelInfo;
 
@@ -429,8 +425,7 @@ typedef struct InferdHostApi {
                                   const int64_t* shape, uint32_t dims_count, const void* data,
                                   uint64_t byte_size);
   InferdError* (*infer_add_requested_output)(InferdInferCall* call, const char* name);
-  InferdError* (*infer_start)(InferdInferCall* call, InferdInferCallback callback,
-                              void* user_data);
+  InferdError* (*infer_start)(InferdInferCall* call, InferdInferCallback callback, void* user_data);
   void (*infer_delete)(InferdInferCall* call);
 
   /* ---- v2: model health ----

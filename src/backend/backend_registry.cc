@@ -31,6 +31,7 @@ std::shared_ptr<Backend> MakeDelayBackend() { return Builtin("delay", DelayBacke
 std::shared_ptr<Backend> MakeAccumulatorBackend() {
   return Builtin("accumulator", AccumulatorBackendEntry);
 }
+std::shared_ptr<Backend> MakeRepeatBackend() { return Builtin("repeat", RepeatBackendEntry); }
 
 BackendRegistry::BackendRegistry(std::string backend_directory)
     : directory_(backend_directory.empty() ? DefaultBackendDirectory()
@@ -46,7 +47,8 @@ std::unique_ptr<BackendRegistry> BackendRegistry::WithBuiltins(std::string backe
   auto r = std::make_unique<BackendRegistry>(std::move(backend_directory));
   for (const auto& [name, entry] :
        {std::pair{"add_sub", &AddSubBackendEntry}, std::pair{"delay", &DelayBackendEntry},
-        std::pair{"accumulator", &AccumulatorBackendEntry}}) {
+        std::pair{"accumulator", &AccumulatorBackendEntry},
+        std::pair{"repeat", &RepeatBackendEntry}}) {
     Status s = r->RegisterBuiltin(name, entry);
     if (!s.ok()) std::fprintf(stderr, "inferd: %s\n", s.message().c_str());  // cannot happen
   }

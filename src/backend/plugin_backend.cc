@@ -2,24 +2,10 @@
 
 #include <dlfcn.h>
 
-#include <cstdio>
 #include <cstring>
-#include <new>
 #include <vector>
 
-#include "core/sanitize.h"
-#include "core/shape.h"
-
-// The opaque types of the C ABI, defined here on the server's side.
-struct InferdError {
-  InferdErrorCode code;
-  std::string message;
-};
-
-struct InferdRequest {
-  inferd::ExecutionItem* item;
-  const std::vector<inferd::TensorSpec>* outputs;  // the model's configured outputs
-};
+#include "backend/plugin_host.h"
 
 namespace inferd {
 
@@ -33,168 +19,11 @@ static_assert(INFERD_MEMORY_GPU == static_cast<int>(MemoryType::kGpu));
 
 namespace {
 
+using plugin_host::ErrorNew;
+
 Status FailedPrecondition(std::string m) {
   return Status(StatusCode::kFailedPrecondition, std::move(m));
 }
-
-// ---- host services ----------------------------------------------------------
-// Called by plugins through C function pointers: nothing may throw out of
-// them. An allocation failure inside one aborts (noexcept), as it would in
-// any C allocator-based API.
-
-InferdError* ErrorNew(InferdErrorCode code, const char* message) noexcept {
-  return new InferdError{code, message ? message : ""};
-}
-InferdErrorCode ErrorCode(const InferdError* e) noexcept {
-  return e ? e->code : INFERD_ERROR_UNKNOWN;
-}
-const char* ErrorMessage(const InferdError* e) noexcept { return e ? e->message.c_str() : ""; }
-void ErrorDelete(InferdError* e) noexcept { delete e; }
-
-void Log(InferdLogLevel level, const char* message) noexcept {
-  const char* tag = level == INFERD_LOG_ERROR     ? "error: "
-                    : level == INFERD_LOG_WARNING ? "warning: "
-                                                  : "";
-  // Escaped: a backend message cannot split or forge log lines.
-  std::fprintf(stderr, "inferd: backend: %s%s\n", tag,
-               EscapeControl(message ? message : "").c_str());
-}
-
-const char* RequestId(const InferdRequest* r) noexcept { return r->item->request->id.c_str(); }
-
-uint32_t RequestInputCount(const InferdRequest* r) noexcept {
-  return static_cast<uint32_t>(r->item->request->inputs.size());
-}
-
-void FillTensor(const InferInput& in, InferdTensor* t) noexcept {
-  t->name = in.name.c_str();
-  t->datatype = static_cast<InferdDataType>(in.datatype);
-  t->dims_count = static_cast<uint32_t>(in.shape.size());
-  t->shape = in.shape.data();
-  t->buffer = in.data.data;
-  t->byte_size = in.data.byte_size;
-  t->memory_type = static_cast<InferdMemoryType>(in.data.memory_type);
-  t->device_id = in.data.device_id;
-}
-
-InferdError* RequestInput(const InferdRequest* r, uint32_t index, InferdTensor* t) noexcept {
-  const auto& inputs = r->item->request->inputs;
-  if (t == nullptr) return ErrorNew(INFERD_ERROR_INVALID_ARGUMENT, "request_input: tensor is NULL");
-  if (index >= inputs.size()) {
-    return ErrorNew(INFERD_ERROR_NOT_FOUND,
-                    ("request has no input at index " + std::to_string(index)).c_str());
-  }
-  FillTensor(inputs[index], t);
-  return nullptr;
-}
-
-InferdError* RequestInputByName(const InferdRequest* r, const char* name,
-                                InferdTensor* t) noexcept {
-  if (name == nullptr || t == nullptr) {
-    return ErrorNew(INFERD_ERROR_INVALID_ARGUMENT, "request_input_by_name: NULL argument");
-  }
-  const InferInput* in = r->item->request->FindInput(name);
-  if (in == nullptr) {
-    return ErrorNew(INFERD_ERROR_NOT_FOUND,
-                    (std::string("request has no input '") + name + "'").c_str());
-  }
-  FillTensor(*in, t);
-  return nullptr;
-}
-
-int32_t RequestOutputRequested(const InferdRequest* r, const char* name) noexcept {
-  const auto& wanted = r->item->request->outputs;
-  if (wanted.empty()) return 1;
-  for (const auto& o : wanted) {
-    if (name != nullptr && o.name == name) return 1;
-  }
-  return 0;
-}
-
-Status CheckOutput(const InferdRequest* r, const char* name, InferdDataType datatype,
-                   const int64_t* shape, uint32_t dims_count, uint64_t byte_size) {
-  if (name == nullptr) return InvalidArgument("output name is NULL");
-  const TensorSpec* spec = nullptr;
-  for (const auto& o : *r->outputs) {
-    if (o.name == name) spec = &o;
-  }
-  const std::string q = std::string("output '") + name + "'";
-  if (spec == nullptr) return InvalidArgument(q + " is not an output of the model");
-  if (static_cast<int>(spec->datatype) != datatype) {
-    return InvalidArgument(
-        q + ": datatype " + std::string(DataTypeToProtocol(static_cast<DataType>(datatype))) +
-        " differs from the configured " + std::string(DataTypeToProtocol(spec->datatype)));
-  }
-  if (r->item->response->FindOutput(name) != nullptr) {
-    return InvalidArgument(q + " was already allocated for this request");
-  }
-  if (dims_count > 0 && shape == nullptr) return InvalidArgument(q + ": shape is NULL");
-  std::span<const int64_t> dims(shape, dims_count);
-  if (!ElementCount(dims)) {
-    return InvalidArgument(q + ": invalid shape " + ShapeToString(dims));
-  }
-  if (spec->datatype != DataType::kBytes) {
-    auto expected = ByteSize(spec->datatype, dims);
-    if (!expected || *expected != byte_size) {
-      return InvalidArgument(q + ": " + std::to_string(byte_size) + " bytes do not fit shape " +
-                             ShapeToString(dims) + " of " +
-                             std::string(DataTypeToProtocol(spec->datatype)));
-    }
-  }
-  return Status::Ok();
-}
-
-InferdError* RequestOutputAlloc(InferdRequest* r, const char* name, InferdDataType datatype,
-                                const int64_t* shape, uint32_t dims_count, uint64_t byte_size,
-                                InferdMemoryType* memory_type, int64_t* device_id,
-                                void** buffer) noexcept {
-  if (buffer == nullptr) {
-    return ErrorNew(INFERD_ERROR_INVALID_ARGUMENT, "request_output_alloc: buffer is NULL");
-  }
-  *buffer = nullptr;
-  try {
-    Status s = CheckOutput(r, name, datatype, shape, dims_count, byte_size);
-    if (!s.ok()) return ErrorNew(static_cast<InferdErrorCode>(s.code()), s.message().c_str());
-    auto& out = r->item->response->AddOutput(name, static_cast<DataType>(datatype),
-                                             Shape(shape, shape + dims_count), byte_size);
-    if (memory_type) *memory_type = INFERD_MEMORY_CPU;
-    if (device_id) *device_id = 0;
-    *buffer = out.buffer.data();
-    if (*buffer == nullptr) *buffer = &out;  // zero bytes: any non-NULL pointer will do
-    return nullptr;
-  } catch (const std::bad_alloc&) {
-    return ErrorNew(INFERD_ERROR_RESOURCE_EXHAUSTED,
-                    (std::string("out of memory allocating output '") + name + "'").c_str());
-  } catch (...) {
-    return ErrorNew(INFERD_ERROR_INTERNAL, "request_output_alloc failed");
-  }
-}
-
-void RequestSetError(InferdRequest* r, InferdError* error) noexcept {
-  if (error == nullptr) return;
-  if (r->item->status.ok()) {
-    r->item->status = StatusFromPluginError(error);
-    r->item->response->outputs.clear();
-  } else {
-    delete error;
-  }
-}
-
-const InferdHostApi kHostApi = {
-    INFERD_BACKEND_ABI_VERSION,
-    ErrorNew,
-    ErrorCode,
-    ErrorMessage,
-    ErrorDelete,
-    Log,
-    RequestId,
-    RequestInputCount,
-    RequestInput,
-    RequestInputByName,
-    RequestOutputRequested,
-    RequestOutputAlloc,
-    RequestSetError,
-};
 
 // ---- the adapter ------------------------------------------------------------
 
@@ -236,7 +65,8 @@ class ModelHandle {
         model_dir_(ctx.model_dir),
         version_dir_(ctx.version_dir),
         default_filename_(ctx.default_model_filename),
-        config_json_(ctx.config_json) {
+        config_json_(ctx.config_json),
+        host_model_{ctx.health} {
     auto tensors = [](const std::vector<TensorSpec>& from, std::vector<InferdTensorSpec>& to) {
       for (const auto& t : from) {
         to.push_back(InferdTensorSpec{t.name.c_str(), static_cast<InferdDataType>(t.datatype),
@@ -282,6 +112,8 @@ class ModelHandle {
     info_.parameters = params_.data();
     info_.control_count = static_cast<uint32_t>(controls_.size());
     info_.controls = controls_.data();
+    info_.decoupled = spec_.decoupled ? 1 : 0;
+    info_.host_model = &host_model_;
   }
 
   ~ModelHandle() {
@@ -315,6 +147,7 @@ class ModelHandle {
   std::vector<InferdTensorSpec> inputs_, outputs_;
   std::vector<InferdParameter> params_;
   std::vector<InferdControlInput> controls_;
+  InferdHostModel host_model_;
   InferdModelInfo info_{};
   void* state_ = nullptr;
   bool initialized_ = false;
@@ -335,7 +168,8 @@ class PluginInstance : public BackendInstance {
     if (batch.empty()) return;
     requests_.clear();
     pointers_.clear();
-    for (auto& item : batch) requests_.push_back(InferdRequest{&item, &model_->outputs()});
+    for (auto& item : batch)
+      requests_.push_back(InferdRequest{&item, &model_->outputs(), {}, false});
     for (auto& r : requests_) pointers_.push_back(&r);
     InferdError* err = nullptr;
     try {
@@ -402,10 +236,14 @@ class PluginBackend : public Backend {
 };
 
 Status CheckTable(const InferdBackendApi* api) {
-  if (api->abi_version != INFERD_BACKEND_ABI_VERSION) {
+  // Version 2 only appended to the tables: a v1 backend reads the same host
+  // table and never looks past the fields it knows.
+  if (api->abi_version < INFERD_BACKEND_ABI_MIN_VERSION ||
+      api->abi_version > INFERD_BACKEND_ABI_VERSION) {
     return FailedPrecondition(
         "it was built for backend ABI version " + std::to_string(api->abi_version) +
-        ", this server speaks version " + std::to_string(INFERD_BACKEND_ABI_VERSION) +
+        ", this server speaks versions " + std::to_string(INFERD_BACKEND_ABI_MIN_VERSION) + " to " +
+        std::to_string(INFERD_BACKEND_ABI_VERSION) +
         " (rebuild the backend against this server's include/inferd/backend.h)");
   }
   const std::pair<const void*, const char*> fns[] = {
@@ -424,8 +262,6 @@ Status CheckTable(const InferdBackendApi* api) {
 }
 
 }  // namespace
-
-const InferdHostApi* HostApi() { return &kHostApi; }
 
 Status StatusFromPluginError(InferdError* error) {
   if (error == nullptr) return Status::Ok();
@@ -461,7 +297,7 @@ StatusOr<std::shared_ptr<Backend>> Initialize(const std::string& name, const std
   void* state = nullptr;
   InferdError* err = nullptr;
   try {
-    err = api->initialize(&kHostApi, &state);
+    err = api->initialize(HostApi(), &state);
   } catch (...) {
     err = Escaped("initialize");
   }

@@ -61,6 +61,11 @@ class InferRequest {
   // triton_enable_empty_final_response: a stream's last response may be an
   // empty one flagged final (decoupled models).
   bool enable_empty_final_response = false;
+  // Set by front ends that take exactly one response (unary gRPC, HTTP
+  // /infer): a decoupled model is refused before scheduling with
+  // UNIMPLEMENTED and this text (each protocol has its own). Static
+  // storage.
+  const char* decoupled_refusal = nullptr;
 
   // Filled by validation.
   int64_t batch_size = 0;  // 0 for models without batching

@@ -237,14 +237,6 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
     return InvalidArgument("config 'name' is '" + c.name() + "' but the model directory is '" +
                            model_name + "'");
   }
-  // The core completes each request exactly once; a decoupled model's
-  // 0..N responses would be cut to one, so it is refused until the response
-  // sink carries them.
-  if (c.model_transaction_policy().decoupled()) {
-    return InvalidArgument(
-        "decoupled models (model_transaction_policy.decoupled: true) are not supported by this "
-        "server yet");
-  }
   if (c.max_batch_size() < 0) {
     return InvalidArgument("'max_batch_size' must be >= 0, got " +
                            std::to_string(c.max_batch_size()));

@@ -31,9 +31,8 @@ struct NormalizeOptions {
 
 // Applies the defaults Triton applies after loading (PROTOCOL.md §3.2,
 // §3.4) and checks what the server relies on: the name matches the model
-// directory, tensor names are unique and typed, kinds and counts are valid,
-// the model is not decoupled (not served yet). Errors name the offending
-// field.
+// directory, tensor names are unique and typed, kinds and counts are valid.
+// Errors name the offending field.
 Status NormalizeModelConfig(const std::string& model_name, const NormalizeOptions& options,
                             inference::ModelConfig& config);
 

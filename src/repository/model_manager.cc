@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <optional>
 
 #include "core/log.h"
 #include "core/sanitize.h"
@@ -196,7 +197,19 @@ Status ModelManager::Execute(const LifecycleRequest& request, const SourceModels
 LoadedModels ModelManager::Snapshot() const {
   LoadedModels out;
   MutexLock lock(mu_);
-  for (const auto& [name, rec] : models_) out.emplace(name, rec.status);
+  for (const auto& [name, rec] : models_) out.emplace(name, Observed(rec));
+  return out;
+}
+
+LoadedModel ModelManager::Observed(const ModelRecord& rec) {
+  LoadedModel out = rec.status;
+  for (const auto& [v, runtime] : rec.runtimes) {
+    if (runtime == nullptr || !runtime->failed()) continue;
+    auto it = out.versions.find(v);
+    if (it != out.versions.end() && Serves(it->second.state)) {
+      it->second = VersionStatus{ModelState::kUnavailable, runtime->unavailable_reason()};
+    }
+  }
   return out;
 }
 
@@ -368,14 +381,26 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
   }
   const auto& versions = it->second.status.versions;
   const auto& runtimes = it->second.runtimes;
+  // A version its backend marked unavailable is refused with the reason.
+  auto failed = [&](int64_t v, const ModelVersion& runtime) {
+    return Unavailable(UnknownModel(name) + " version " + std::to_string(v) +
+                       " is not at ready state: " + runtime.unavailable_reason());
+  };
   if (version < 0) {
     // The highest READY version; else the highest still serving (UNLOADING).
+    std::optional<Status> refused;
     for (ModelState state : {ModelState::kReady, ModelState::kUnloading}) {
       for (auto v = versions.rbegin(); v != versions.rend(); ++v) {
         auto runtime = runtimes.find(v->first);
-        if (v->second.state == state && runtime != runtimes.end()) return runtime->second;
+        if (v->second.state != state || runtime == runtimes.end()) continue;
+        if (runtime->second->failed()) {
+          if (!refused) refused = failed(v->first, *runtime->second);
+          continue;
+        }
+        return runtime->second;
       }
     }
+    if (refused) return *refused;
     return NotFound(UnknownModel(name) + " has no available versions");
   }
   auto v = versions.find(version);
@@ -387,6 +412,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelManager::Get(const std::string& nam
     return Unavailable(UnknownModel(name) + " version " + std::to_string(version) +
                        " is not at ready state");
   }
+  if (runtime->second->failed()) return failed(version, *runtime->second);
   return runtime->second;
 }
 
@@ -396,7 +422,7 @@ std::vector<std::shared_ptr<ModelVersion>> ModelManager::ServingVersionsOf(
   MutexLock lock(mu_);
   for (const auto& [model, rec] : models_) {
     if (!name.empty() && model != name) continue;
-    for (const auto& [v, vs] : rec.status.versions) {
+    for (const auto& [v, vs] : Observed(rec).versions) {
       auto runtime = rec.runtimes.find(v);
       if (Serves(vs.state) && runtime != rec.runtimes.end()) {
         out.push_back(runtime->second);
@@ -415,7 +441,7 @@ bool ModelManager::IsReady(const std::string& name, int64_t version) const {
   MutexLock lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return false;
-  for (const auto& [v, vs] : it->second.status.versions) {
+  for (const auto& [v, vs] : Observed(it->second).versions) {
     if ((version < 0 || v == version) && vs.state == ModelState::kReady) return true;
   }
   return false;
@@ -426,7 +452,7 @@ std::vector<int64_t> ModelManager::ServingVersions(const std::string& name) cons
   MutexLock lock(mu_);
   auto it = models_.find(name);
   if (it == models_.end()) return out;
-  for (const auto& [v, vs] : it->second.status.versions) {
+  for (const auto& [v, vs] : Observed(it->second).versions) {
     if (Serves(vs.state)) out.push_back(v);
   }
   return out;
@@ -447,7 +473,7 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
     if (!rec.status.failure.empty() && !ready_only) {
       out.push_back(ModelIndexEntry{name, {}, ModelState::kUnavailable, rec.status.failure});
     }
-    for (const auto& [v, vs] : rec.status.versions) {
+    for (const auto& [v, vs] : Observed(rec).versions) {
       if (ready_only && vs.state != ModelState::kReady) continue;
       out.push_back(ModelIndexEntry{name, v, vs.state, vs.reason});
     }
@@ -461,7 +487,7 @@ bool ModelManager::AllReady() const {
   MutexLock lock(mu_);
   for (const auto& [name, rec] : models_) {
     if (!rec.status.failure.empty()) return false;
-    for (const auto& [v, vs] : rec.status.versions) {
+    for (const auto& [v, vs] : Observed(rec).versions) {
       if (!Serves(vs.state) && vs.reason != "unloaded") return false;
     }
   }

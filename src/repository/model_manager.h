@@ -166,6 +166,10 @@ class ModelManager {
     LoadedModel status;                                         // what planning sees
     std::map<int64_t, std::shared_ptr<ModelVersion>> runtimes;  // the READY versions
   };
+  // What readers and planning see: a version whose backend marked it
+  // unavailable at run time (ModelVersion::failed) is UNAVAILABLE with the
+  // backend's reason, until a load replaces it.
+  static LoadedModel Observed(const ModelRecord& rec);
   using Retired = std::vector<std::shared_ptr<ModelVersion>>;
   // A delayed unload: due at `deadline`; kUnload or kForget; who waits.
   struct PendingUnload {

@@ -41,6 +41,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
   ctx.config_json = mv->config_json_;
   ctx.version = version;
   ctx.version_dir = model_dir + "/" + std::to_string(version);
+  ctx.health = mv->health_;
   auto model = mv->backend_->LoadModel(ctx);
   if (!model.ok()) return model.status();
   mv->backend_model_ = std::move(*model);

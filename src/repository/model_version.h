@@ -50,6 +50,13 @@ class ModelVersion {
   // possibly before this returns (a rejection, an inline run).
   void Enqueue(std::unique_ptr<InferRequest> request, std::unique_ptr<InferResponseSink> sink);
 
+  // The backend's report that this version can no longer serve
+  // (InferdHostApi's model_set_unavailable); "" while healthy. The
+  // manager shows such a version UNAVAILABLE with the reason and refuses
+  // its new requests; loading the model again replaces it. Thread-safe.
+  std::string unavailable_reason() const { return health_->reason(); }
+  bool failed() const { return health_->failed(); }
+
   // Finishes accepted requests and stops the instance threads. Idempotent.
   void Stop();
 
@@ -61,6 +68,7 @@ class ModelVersion {
   std::string config_json_;
   ModelStats stats_;
   double load_seconds_ = 0;
+  std::shared_ptr<ModelHealth> health_ = std::make_shared<ModelHealth>();
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<BackendModel> backend_model_;
   std::unique_ptr<Scheduler> scheduler_;  // owns the instances; destroyed first

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/classification.h"
+#include "scheduler/response_stream.h"
 
 namespace inferd {
 namespace {
@@ -13,21 +14,29 @@ uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
                : 0;
 }
 
-// Keeps only the requested outputs (in the backend's order) and checks that
-// the backend produced each of them.
-Status SelectOutputs(const InferRequest& request, InferResponse& response) {
-  if (request.outputs.empty()) return Status::Ok();
-  for (const auto& wanted : request.outputs) {
-    if (response.FindOutput(wanted.name) == nullptr) {
-      return Internal("model did not produce requested output '" + wanted.name + "'");
+// Hands a request's answer to a BatchResponseStream when its backend takes
+// it over (decoupled models, answers sent from other threads).
+class BatchTakeover final : public ResponseTakeover {
+ public:
+  BatchTakeover(const BatchContext& ctx, std::vector<std::unique_ptr<PendingRequest>>& batch,
+                Clock::TimePoint start)
+      : ctx_(ctx), batch_(batch), start_(start) {}
+
+  StatusOr<std::shared_ptr<ResponseStream>> TakeOver(ExecutionItem& item) override {
+    if (item.index >= batch_.size() || batch_[item.index] == nullptr) {
+      return Status(StatusCode::kFailedPrecondition, "the request's answer was taken over already");
     }
+    auto stream =
+        std::make_shared<BatchResponseStream>(ctx_, std::move(batch_[item.index]), start_);
+    item.taken = stream;
+    return std::shared_ptr<ResponseStream>(std::move(stream));
   }
-  std::erase_if(response.outputs, [&](const InferOutput& o) {
-    return std::none_of(request.outputs.begin(), request.outputs.end(),
-                        [&](const RequestedOutput& r) { return r.name == o.name; });
-  });
-  return Status::Ok();
-}
+
+ private:
+  const BatchContext& ctx_;
+  std::vector<std::unique_ptr<PendingRequest>>& batch_;
+  const Clock::TimePoint start_;
+};
 
 }  // namespace
 
@@ -46,9 +55,11 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   responses.reserve(batch.size());
   items.reserve(batch.size());
   uint64_t rows = 0;
+  BatchTakeover takeover(ctx, batch, start);
   for (auto& p : batch) {
     auto r = std::make_unique<InferResponse>();
-    items.push_back(ExecutionItem{p->request.get(), r.get(), Status::Ok()});
+    items.push_back(
+        ExecutionItem{p->request.get(), r.get(), Status::Ok(), &takeover, items.size(), nullptr});
     responses.push_back(std::move(r));
     rows += static_cast<uint64_t>(std::max<int64_t>(1, p->request->batch_size));
   }
@@ -56,8 +67,11 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   instance.Execute(items);
   const auto infer_end = clock.Now();
   for (size_t i = 0; i < batch.size(); ++i) {
+    if (items[i].taken) continue;  // answered through its stream
     Status& status = items[i].status;
-    if (status.ok()) status = SelectOutputs(*batch[i]->request, *responses[i]);
+    if (status.ok()) {
+      status = SelectRequestedOutputs(*batch[i]->request, *responses[i], /*strict=*/true);
+    }
     if (status.ok() && ctx.model.spec != nullptr) {
       status = ApplyClassification(*ctx.model.spec, *batch[i]->request, *responses[i]);
     }
@@ -74,6 +88,13 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
                                Ns(infer_end, output_end));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
+    if (items[i].taken) {
+      // An error set on the item is the request's final answer unless the
+      // backend sent FINAL already; the stream records the statistics.
+      if (!items[i].status.ok()) items[i].taken->SendError(std::move(items[i].status));
+      items[i].taken.reset();  // the backend's factory may still hold it
+      continue;
+    }
     auto& pending = *batch[i];
     const Status& status = items[i].status;
     if (ctx.stats) {

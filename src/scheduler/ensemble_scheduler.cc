@@ -173,6 +173,11 @@ void EnsembleScheduler::Launch(const std::shared_ptr<Run>& run, size_t index) {
   auto req = std::make_unique<InferRequest>();
   req->model_name = step.model_name;
   req->model_version = step.model_version;
+  // One response per step: a decoupled composing model is refused before it
+  // runs (checked per request: composing models may load after the ensemble).
+  req->decoupled_refusal =
+      "ensembles do not support decoupled composing models (model_transaction_policy "
+      "decoupled: true)";
   {
     MutexLock lock(run->mu);
     if (!run->pending) return;  // already failed

@@ -9,9 +9,11 @@
 // The ensemble request's sink gets exactly one final signal: the response
 // (sent as final) once every step has succeeded, or the first error of any
 // step, prefixed with the ensemble and step names; the results of steps
-// still running after an error are dropped, so nothing hangs. A step whose
-// model sends a non-final response (decoupled) fails the ensemble with
-// INTERNAL: ensembles take one response per step.
+// still running after an error are dropped, so nothing hangs. Ensembles take
+// one response per step: a step on a decoupled model is refused before it
+// runs (UNIMPLEMENTED, failing the ensemble request; checked per request,
+// as composing models may load after the ensemble), and a step whose model
+// sends a non-final response anyway fails the ensemble with INTERNAL.
 //
 // Threading: Enqueue runs the first steps on the caller's thread; later
 // steps are launched from the thread that delivers the previous step's

@@ -39,9 +39,13 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
   };
   mo.histograms = options_.histograms;
   manager_ = std::make_unique<ModelManager>(std::move(mo));
+  SetInferenceCaller(&caller_);
 }
 
-InferenceServer::~InferenceServer() { Stop(); }
+InferenceServer::~InferenceServer() {
+  Stop();
+  ClearInferenceCaller(&caller_);
+}
 
 const char* InferenceServer::Version() { return "0.1.0"; }
 
@@ -158,6 +162,11 @@ bool InferenceServer::IsReady() const {
 Status InferenceServer::CheckModel(const std::string& name, int64_t version) const {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   return manager_->Get(name, version).status();
+}
+
+bool InferenceServer::IsDecoupled(const std::string& name, int64_t version) const {
+  auto mv = manager_->Get(name, version);
+  return mv.ok() && (*mv)->spec().decoupled;
 }
 
 StatusOr<bool> InferenceServer::ModelReady(const std::string& name, int64_t version) const {
@@ -281,6 +290,9 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request,
   }
   auto mv = manager_->Get(request->model_name, request->model_version);
   if (!mv.ok()) return sink->Finish(mv.status());
+  if (request->decoupled_refusal != nullptr && (*mv)->spec().decoupled) {
+    return sink->Finish(Unimplemented(request->decoupled_refusal));
+  }
   Status valid = ValidateRequest((*mv)->spec(), *request, options_.request_limits);
   if (!valid.ok()) return sink->Finish(std::move(valid));
   (*mv)->Enqueue(std::move(request), inflight_.Track(std::move(sink)));

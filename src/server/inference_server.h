@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backend/backend_registry.h"
+#include "backend/inference_caller.h"
 #include "core/infer_request.h"
 #include "core/request_validator.h"
 #include "core/response_sink.h"
@@ -128,6 +129,10 @@ class InferenceServer {
   // inference on it would get.
   Status CheckModel(const std::string& name, int64_t version) const;
 
+  // Whether the version an inference on (name, version) would run on is a
+  // decoupled model; false when there is none (the inference fails anyway).
+  bool IsDecoupled(const std::string& name, int64_t version) const;
+
   // Model-level queries; `version` < 0 means the latest ready version. An
   // UNLOADING model (--model-unload-delay-secs) serves but is not ready.
   StatusOr<bool> ModelReady(const std::string& name, int64_t version) const;
@@ -227,6 +232,21 @@ class InferenceServer {
   CondVar retry_cv_;
   bool retry_stop_ INFERD_GUARDED_BY(retry_mu_) = false;
   std::thread retry_;
+
+  // Backends' calls into this server (InferdHostApi infer_*): set as the
+  // process's InferenceCaller at construction, cleared at destruction.
+  class Caller final : public InferenceCaller {
+   public:
+    explicit Caller(InferenceServer& server) : server_(server) {}
+    void Submit(std::unique_ptr<InferRequest> request,
+                std::unique_ptr<InferResponseSink> sink) override {
+      server_.Infer(std::move(request), std::move(sink));
+    }
+
+   private:
+    InferenceServer& server_;
+  };
+  Caller caller_{*this};
 
   // Last: built after everything it drives, stopped first (Stop), destroyed first.
   ControlPlane control_{*this};

@@ -26,9 +26,15 @@ const InferdBackendApi* DelayBackendEntry(uint32_t host_abi_version);
 // keyed by the CORRID control input; START resets, END forgets.
 const InferdBackendApi* AccumulatorBackendEntry(uint32_t host_abi_version);
 
+// repeat: decoupled; one response {OUT=[IN[e]], IDX=[e]} per element of IN
+// after DELAY[e] ms, then FINAL alone (Triton's repeat example backend,
+// PROTOCOL-NEXT §4.1). ABI v2 (response factories).
+const InferdBackendApi* RepeatBackendEntry(uint32_t host_abi_version);
+
 // The same backends, through the adapter, for tests that use one directly.
 std::shared_ptr<Backend> MakeAddSubBackend();
 std::shared_ptr<Backend> MakeDelayBackend();
 std::shared_ptr<Backend> MakeAccumulatorBackend();
+std::shared_ptr<Backend> MakeRepeatBackend();
 
 }  // namespace inferd

@@ -178,9 +178,9 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
     }
     return FinishNow(ctx, s);
   }
-  // TODO(decoupled): the core completes every request exactly once; when it
-  // gains decoupled models, refuse them here with UNIMPLEMENTED ("ModelInfer
-  // RPC doesn't support models with decoupled transaction policy").
+  // One response per call: a decoupled model is refused (Triton's text).
+  decoded->request->decoupled_refusal =
+      "ModelInfer RPC doesn't support models with decoupled transaction policy";
   auto call = InferCall::Create(response);
   call->set_shm_outputs(std::move(decoded->shm_outputs));
   decoded->request->cancel_flag = InferCall::CancelFlag(call);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <deque>
+#include <thread>
 
 #include "core/response_sink.h"
 #include "frontend/grpc/grpc_codec.h"
@@ -57,21 +58,37 @@ class StreamInferReactor final
       return;
     }
     std::shared_ptr<ModelInferRequest> message;
-    auto slot = std::make_shared<Slot>();
     {
       std::lock_guard<std::mutex> lock(mu_);
       message = std::move(reading_);
       if (finished_ || abandoned_) return;
-      slot->id = message->id();
-      slot->model_name = message->model_name();
-      slot->model_version = message->model_version();
-      pending_.push_back(slot);
+    }
+    auto slot = std::make_shared<Slot>();
+    slot->id = message->id();
+    slot->model_name = message->model_name();
+    slot->model_version = message->model_version();
+    // Only reads: the next read starts after this, so slots are made in
+    // stream order.
+    if (auto v = ParseModelVersion(slot->model_version); v.ok()) {
+      slot->decoupled = server_.IsDecoupled(slot->model_name, *v);
+    }
+    if (auto p = message->parameters().find("triton_enable_empty_final_response");
+        p != message->parameters().end()) {
+      slot->empty_final = p->second.bool_param();
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (slot->decoupled) {
+        ++decoupled_open_;
+      } else {
+        pending_.push_back(slot);
+      }
     }
     // Outside the lock: an error is delivered on this thread, inside Infer.
     Process(std::move(message), slot);
     std::lock_guard<std::mutex> lock(mu_);
     if (finished_ || reads_done_) return;
-    if (pending_.size() >= kMaxPendingPerStream) {
+    if (OwedLocked() >= kMaxPendingPerStream) {
       read_paused_ = true;
     } else {
       StartNextReadLocked();
@@ -97,38 +114,77 @@ class StreamInferReactor final
   }
 
  private:
+  // One message to write, and the error it reports (for triton_grpc_error).
+  struct Message {
+    ModelStreamInferResponse response;
+    Status error;
+  };
+
+  // One request of the stream.
   struct Slot {
     std::string id, model_name, model_version;
     std::map<std::string, SharedMemoryOutput> shm_outputs;  // set before the request starts
-    bool done = false;                                      // guarded by the reactor's mu_
-    Status error;                                           // written by Complete before `done`
-    ModelStreamInferResponse response;
+    bool decoupled = false;    // responses go out as produced; else in request order
+    bool empty_final = false;  // triton_enable_empty_final_response
+    // Set by Process around its Infer call: an error delivered then, on that
+    // thread, is a rejection before inference.
+    std::atomic<bool> in_infer{false};
+    std::thread::id infer_thread;
+    bool done = false;  // ordered slots: `message` is filled (guarded by mu_)
+    Message message;    // ordered slots: written by Complete before `done`
   };
 
-  // The sink of one request: its one response (or error) fills its slot. A
-  // non-final response, or none, fills it with INTERNAL naming the problem
-  // (SingleResponseSink), in its place in the stream.
-  class SlotSink final : public SingleResponseSink<SlotSink> {
+  // The sink of one request. A model that is not decoupled fills its slot
+  // with its one response (a non-final one, or none, fills it with INTERNAL
+  // naming the problem, in its place); a decoupled model's responses are
+  // written as they come.
+  class StreamSink final : public InferResponseSink {
    public:
-    SlotSink(std::shared_ptr<StreamInferReactor> stream, std::shared_ptr<Slot> slot)
+    StreamSink(std::shared_ptr<StreamInferReactor> stream, std::shared_ptr<Slot> slot)
         : stream_(std::move(stream)), slot_(std::move(slot)) {}
-    void Complete(Status status, std::unique_ptr<InferResponse> response) {
-      stream_->Complete(slot_, std::move(status), std::move(response));
+    ~StreamSink() override {
+      if (!done_) Finish(NoResponseError());
+    }
+    void Send(std::unique_ptr<InferResponse> response, bool final) override {
+      if (done_) return;
+      if (!slot_->decoupled) {
+        done_ = true;
+        if (!final) return stream_->Complete(slot_, NonFinalResponseError(*response), nullptr);
+        return stream_->Complete(slot_, Status::Ok(), std::move(response));
+      }
+      done_ = final;
+      stream_->Emit(slot_, Status::Ok(), std::move(response), final);
+    }
+    void Finish(Status status) override {
+      if (done_) return;
+      done_ = true;
+      if (!slot_->decoupled) {
+        return stream_->Complete(slot_, status.ok() ? NoResponseError() : std::move(status),
+                                 nullptr, Rejected(status));
+      }
+      const bool rejected = Rejected(status);
+      stream_->Emit(slot_, std::move(status), nullptr, true, rejected);
     }
 
    private:
+    bool Rejected(const Status& status) const {
+      return !status.ok() && slot_->in_infer.load(std::memory_order_acquire) &&
+             slot_->infer_thread == std::this_thread::get_id();
+    }
     const std::shared_ptr<StreamInferReactor> stream_;
     const std::shared_ptr<Slot> slot_;
+    bool done_ = false;  // calls never overlap (the sink contract)
   };
 
   void Process(std::shared_ptr<ModelInferRequest> message, const std::shared_ptr<Slot>& slot) {
     const std::string name = message->model_name();
     const std::string version = message->model_version();
     auto self = shared_from_this();
-    if (Status bad = ControlPlane::CheckModelName(name); !bad.ok()) {
-      Complete(slot, bad, nullptr);
-      return;
-    }
+    auto reject = [&](const Status& s) {
+      if (slot->decoupled) return Emit(slot, s, nullptr, true, /*rejected=*/true);
+      Complete(slot, s, nullptr, /*rejected=*/true);
+    };
+    if (Status bad = ControlPlane::CheckModelName(name); !bad.ok()) return reject(bad);
     auto decoded = DecodeInferRequest(std::move(message), &server_.shared_memory());
     if (!decoded.ok()) {
       Status s = decoded.status();
@@ -136,33 +192,85 @@ class StreamInferReactor final
       if (auto v = ParseModelVersion(version); v.ok()) {
         if (Status m = server_.CheckModel(name, *v); !m.ok()) s = m;
       }
-      Complete(slot, s, nullptr);
-      return;
+      return reject(s);
     }
     slot->shm_outputs = std::move(decoded->shm_outputs);
-    // One flag for the stream: set when nobody will read its responses.
+    // One flag for the stream: set when nobody will read its responses
+    // (cancelled, write failed); models see it (is_cancelled) and stop.
     decoded->request->cancel_flag = std::shared_ptr<std::atomic<bool>>(self, &cancelled_);
-    server_.Infer(std::move(decoded->request), std::make_unique<SlotSink>(std::move(self), slot));
+    slot->infer_thread = std::this_thread::get_id();
+    slot->in_infer.store(true, std::memory_order_release);
+    server_.Infer(std::move(decoded->request), std::make_unique<StreamSink>(std::move(self), slot));
+    slot->in_infer.store(false, std::memory_order_release);
   }
 
-  // Any thread, once per slot. Fills the slot (it is this call's alone until
-  // `done`), then writes whatever is ready.
-  void Complete(const std::shared_ptr<Slot>& slot, Status status,
-                std::unique_ptr<InferResponse> response) {
-    auto* infer_response = slot->response.mutable_infer_response();
-    if (status.ok()) status = EncodeInferResponse(*response, slot->shm_outputs, infer_response);
-    if (!status.ok()) {
-      slot->error = status;
-      slot->response.set_error_message(status.message());
-      infer_response->set_id(slot->id);
-      infer_response->set_model_name(slot->model_name);
-      infer_response->set_model_version(slot->model_version);
-    }
+  // Pre-inference rejections carry the id alone and no final flag (as
+  // Triton's stream does); every other answer carries id, model name and
+  // version, and triton_final_response.
+  static void FillError(const Slot& slot, const Status& status, bool rejected, Message& m) {
+    m.error = status;
+    m.response.set_error_message(status.message());
+    auto* infer_response = m.response.mutable_infer_response();
+    infer_response->Clear();
+    infer_response->set_id(slot.id);
+    if (rejected) return;
+    infer_response->set_model_name(slot.model_name);
+    infer_response->set_model_version(slot.model_version);
     (*infer_response->mutable_parameters())["triton_final_response"].set_bool_param(true);
+  }
+
+  // An ordered slot's one answer, any thread, once per slot. Fills the slot
+  // (it is this call's alone until `done`), then writes whatever is ready.
+  void Complete(const std::shared_ptr<Slot>& slot, Status status,
+                std::unique_ptr<InferResponse> response, bool rejected = false) {
+    Message& m = slot->message;
+    auto* infer_response = m.response.mutable_infer_response();
+    if (status.ok()) status = EncodeInferResponse(*response, slot->shm_outputs, infer_response);
+    if (status.ok()) {
+      (*infer_response->mutable_parameters())["triton_final_response"].set_bool_param(true);
+    } else {
+      FillError(*slot, status, rejected, m);
+    }
     std::lock_guard<std::mutex> lock(mu_);
     slot->done = true;
     PumpLocked();
   }
+
+  // A decoupled request's response (or error, or FINAL alone), any thread;
+  // calls of one request never overlap. Queued for writing at once.
+  void Emit(const std::shared_ptr<Slot>& slot, Status status,
+            std::unique_ptr<InferResponse> response, bool final, bool rejected = false) {
+    std::unique_ptr<Message> m;
+    if (status.ok() && response != nullptr) {
+      m = std::make_unique<Message>();
+      auto* infer_response = m->response.mutable_infer_response();
+      status = EncodeInferResponse(*response, slot->shm_outputs, infer_response);
+      if (status.ok()) {
+        (*infer_response->mutable_parameters())["triton_final_response"].set_bool_param(final);
+      }
+    } else if (status.ok() && slot->empty_final) {  // FINAL alone, shown only on request
+      m = std::make_unique<Message>();
+      auto* infer_response = m->response.mutable_infer_response();
+      infer_response->set_id(slot->id);
+      infer_response->set_model_name(slot->model_name);
+      infer_response->set_model_version(slot->model_version);
+      (*infer_response->mutable_parameters())["triton_final_response"].set_bool_param(true);
+    }
+    if (!status.ok()) {
+      if (!m) m = std::make_unique<Message>();
+      FillError(*slot, status, rejected, *m);
+      if (!rejected && !final) {
+        (*m->response.mutable_infer_response()->mutable_parameters())["triton_final_response"]
+            .set_bool_param(false);
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (final) --decoupled_open_;
+    if (m && !finished_ && !abandoned_) ready_.push_back(std::move(m));
+    PumpLocked();
+  }
+
+  size_t OwedLocked() const { return pending_.size() + decoupled_open_; }
 
   void StartNextReadLocked() {
     reading_ = std::make_shared<ModelInferRequest>();
@@ -174,34 +282,45 @@ class StreamInferReactor final
     if (!abandoned_) final_status_ = std::move(status);
     abandoned_ = true;
     reads_done_ = true;
-    cancelled_.store(true, std::memory_order_relaxed);  // queued requests can be dropped
+    cancelled_.store(true, std::memory_order_relaxed);  // models stop, queued requests drop
   }
 
-  // Writes the head slot if it is complete and no write is outstanding;
-  // finishes the call when nothing more will be written. Called with mu_
-  // held. gRPC never runs a reaction inline from StartWrite or Finish, and
-  // OnDone cannot run while a reaction or a completion (which holds a
-  // reference) is inside this function.
+  // Writes the next message if no write is outstanding: a decoupled
+  // response first (they go out as produced), else the head ordered slot
+  // once complete. Finishes the call when nothing more will be written.
+  // Called with mu_ held. gRPC never runs a reaction inline from StartWrite
+  // or Finish, and OnDone cannot run while a reaction or a completion
+  // (which holds a reference) is inside this function.
   void PumpLocked() {
-    if (finished_ || writing_) return;
-    if (!abandoned_ && !pending_.empty() && pending_.front()->done) {
-      std::shared_ptr<Slot> head = std::move(pending_.front());
-      pending_.pop_front();
-      if (error_ends_stream_ && !head->error.ok()) {
-        AbandonLocked(ToGrpcStatus(head->error));
-      } else {
-        writing_ = std::move(head);
-        StartWrite(&writing_->response);
-        if (read_paused_ && !reads_done_ && pending_.size() < kMaxPendingPerStream) {
-          read_paused_ = false;
-          StartNextReadLocked();
-        }
-        return;
-      }
+    if (finished_) return;
+    if (read_paused_ && !reads_done_ && OwedLocked() < kMaxPendingPerStream) {
+      read_paused_ = false;
+      StartNextReadLocked();
     }
-    if (abandoned_ || (reads_done_ && pending_.empty())) {
+    if (writing_) return;
+    while (!abandoned_) {
+      std::unique_ptr<Message> next;
+      if (!ready_.empty()) {
+        next = std::move(ready_.front());
+        ready_.pop_front();
+      } else if (!pending_.empty() && pending_.front()->done) {
+        next = std::make_unique<Message>(std::move(pending_.front()->message));
+        pending_.pop_front();
+      } else {
+        break;
+      }
+      if (error_ends_stream_ && !next->error.ok()) {
+        AbandonLocked(ToGrpcStatus(next->error));
+        break;
+      }
+      writing_ = std::move(next);
+      StartWrite(&writing_->response);
+      return;
+    }
+    if (abandoned_ || (reads_done_ && pending_.empty() && decoupled_open_ == 0 && ready_.empty())) {
       finished_ = true;
       pending_.clear();
+      ready_.clear();
       Finish(final_status_);
     }
   }
@@ -213,10 +332,12 @@ class StreamInferReactor final
 
   std::mutex mu_;
   std::shared_ptr<ModelInferRequest> reading_;  // target of the outstanding read
-  std::deque<std::shared_ptr<Slot>> pending_;   // responses owed, in request order
-  std::shared_ptr<Slot> writing_;               // the slot being written, if any
+  std::deque<std::shared_ptr<Slot>> pending_;   // ordered answers owed, in request order
+  size_t decoupled_open_ = 0;                   // decoupled requests not finished yet
+  std::deque<std::unique_ptr<Message>> ready_;  // decoupled messages, in the order produced
+  std::unique_ptr<Message> writing_;            // the message being written, if any
   bool reads_done_ = false;                     // no more requests will be read
-  bool read_paused_ = false;                    // too many responses owed
+  bool read_paused_ = false;                    // too many answers owed
   bool client_half_closed_ = false;
   bool abandoned_ = false;  // cancelled, write failed, or an error ends the stream
   bool finished_ = false;   // Finish called

@@ -2,16 +2,24 @@
 // responses (internal to the gRPC front end).
 //
 // Requests are read one after another and enqueued as soon as each is read
-// (never waiting for earlier responses), in stream order. Responses are
-// written in request order (models here are not decoupled): each request
-// owns a slot in a per-stream queue; the head slot is written once complete,
-// one write at a time. Errors travel in `error_message` and the stream goes
-// on, unless the client opened it with metadata `triton_grpc_error: true`:
-// then the first error (in request order) ends the stream with its status,
-// after the responses before it. Every response carries
-// parameters["triton_final_response"] = true. Each request's sink fills its
-// slot with one response; a non-final response (a decoupled model) fills
-// it with an INTERNAL error instead, in its place.
+// (never waiting for earlier responses), in stream order. A decoupled
+// model's responses are written as they are produced (responses of
+// different requests interleave; clients correlate by id), each with
+// parameters["triton_final_response"] saying whether it is the last; FINAL
+// without a response writes an empty response only when the request asked
+// for it (triton_enable_empty_final_response). Other models' answers are
+// written in request order: each such request owns a slot in a per-stream
+// queue, written once complete, always final. One write at a time.
+//
+// Errors travel in `error_message` and the stream goes on, unless the
+// client opened it with metadata `triton_grpc_error: true`: then the first
+// error written ends the stream with its status. A request rejected before
+// inference (bad name, undecodable, invalid, unknown model) gets
+// error_message and its id only, without triton_final_response, as
+// Triton's stream does; a failed inference also names the model and
+// version and carries triton_final_response: true. A stream that is
+// cancelled or whose write fails sets the cancel flag of all its requests:
+// schedulers drop queued ones and models see it (is_cancelled).
 //
 // Lifetime: the reactor is shared-owned. gRPC's reference is dropped in
 // OnDone; each request's sink holds another, so a response that arrives

@@ -254,6 +254,9 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
   }
   if (!decoded.ok()) return fail(decoded.status());
   decoded->request->cancel_flag = req.cancelled;
+  // One response per call: a decoupled model is refused (Triton's text).
+  decoded->request->decoupled_refusal =
+      "HTTP end point doesn't support models with decoupled transaction policy";
   const std::string* accept = req.Header("Accept-Encoding");
   const Encoding encoding = accept ? ChooseEncoding(*accept) : Encoding::kIdentity;
   server_.Infer(std::move(decoded->request),
