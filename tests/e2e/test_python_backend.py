@@ -116,9 +116,7 @@ class TritonPythonModel:
         self.assertEqual(info["flags"], 0)
         self.assertEqual(info["outputs"], ["INFO"])
         self.assertFalse(info["cancelled"])
-        if info["params"]:  # needs the server's request_parameters_json (ABI v2)
-            self.assertEqual(info["params"], {"temperature": 0.5, "mode": "fast", "n": 3,
-                                              "on": True})
+        self.assertEqual(info["params"], {"temperature": 0.5, "mode": "fast", "n": 3, "on": True})
 
     def test_bytes_echo(self):
         vals = [b"hello", b"", b"\x00\x01binary\xff", "ünïcode".encode()]

@@ -39,6 +39,34 @@ class TritonPythonModel:
 '''
 
 
+# Sums INPUT per sequence (correlation_id), restarting at SEQUENCE_START.
+SEQUENCE = '''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.acc = {}
+
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            cid, flags = r.correlation_id(), r.flags()
+            x = int(pb_utils.get_input_tensor_by_name(r, "INPUT").as_numpy().flat[0])
+            if flags & pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_START:
+                self.acc[cid] = 0
+            self.acc[cid] = self.acc.get(cid, 0) + x
+            v = self.acc[cid]
+            if flags & pb_utils.TRITONSERVER_REQUEST_FLAG_SEQUENCE_END:
+                del self.acc[cid]
+            out.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUTPUT", np.array([[v]], dtype=np.int32)),
+                pb_utils.Tensor("FLAGS", np.array([[flags]], dtype=np.int32))]))
+        return out
+'''
+
+
 def int32_request(values):
     return {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [len(values)],
                         "data": list(values)}]}
@@ -72,6 +100,10 @@ class PythonFaultTest(ServerTestCase):
                          [("INPUT0", "TYPE_INT32", [16]), ("INPUT1", "TYPE_INT32", [16])],
                          [("OUTPUT0", "TYPE_INT32", [16]), ("OUTPUT1", "TYPE_INT32", [16])],
                          max_batch_size=8)
+        python_model(repo, "py_sequence", SEQUENCE, [("INPUT", "TYPE_INT32", [1])],
+                     [("OUTPUT", "TYPE_INT32", [1]), ("FLAGS", "TYPE_INT32", [1])],
+                     max_batch_size=4, extra="sequence_batching { max_sequence_idle_microseconds: "
+                                             "5000000 }")
         # (a+b, a-b) by Python, then the built-in add_sub: (2a, 2b).
         write_model(repo, "simple", model_config(
             "simple", "add_sub", [("INPUT0", "TYPE_INT32", [16]), ("INPUT1", "TYPE_INT32", [16])],
@@ -183,6 +215,23 @@ class PythonFaultTest(ServerTestCase):
         outs = {o["name"]: o["data"] for o in r.json()["outputs"]}
         self.assertEqual(outs["X"], [2 * x for x in a])
         self.assertEqual(outs["Y"], [2 * x for x in b])
+
+    def test_sequence_batching(self):
+        def step(seq, value, start=False, end=False):
+            req = {"inputs": [{"name": "INPUT", "datatype": "INT32", "shape": [1, 1],
+                               "data": [value]}],
+                   "parameters": {"sequence_id": seq, "sequence_start": start,
+                                  "sequence_end": end}}
+            r = self.client.infer("py_sequence", req)
+            self.assertOk(r)
+            outs = {o["name"]: o["data"][0] for o in r.json()["outputs"]}
+            return outs["OUTPUT"], outs["FLAGS"]
+        self.assertEqual(step(11, 1, start=True), (1, 1))
+        self.assertEqual(step(12, 100, start=True), (100, 1))
+        self.assertEqual(step(11, 2), (3, 0))
+        self.assertEqual(step(12, 5), (105, 0))
+        self.assertEqual(step(11, 3, end=True), (6, 2))
+        self.assertEqual(step(12, 1, end=True), (106, 2))
 
 
 if __name__ == "__main__":
