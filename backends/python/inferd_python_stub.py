@@ -338,16 +338,14 @@ class _ResponseIterator:
         return self
 
     def __next__(self):
-        if self.done:
-            raise StopIteration
-        r, final = self.rt.bls_next(self.call)
-        if final:
-            self.done = True
-            if r is None:
-                r = pb.InferenceResponse()
-        if r is None:
-            return self.__next__()
-        return r
+        while not self.done:
+            r, final = self.rt.bls_next(self.call)
+            if final:
+                self.done = True
+                return r if r is not None else pb.InferenceResponse()
+            if r is not None:
+                return r
+        raise StopIteration
 
     def cancel(self):
         pass

@@ -262,6 +262,13 @@ void PythonInstance::Execute(InferdRequest* const* requests, uint32_t n) {
                           .c_str()));
       continue;
     }
+    if (entry.HasMember("p") && entry["p"].IsObject() && entry["p"].MemberCount() > 0 &&
+        h.response_factory_new != nullptr) {
+      // Response parameters travel only on a response object: answer through a factory.
+      InferdError* err = inferd_backend::Guard([&] { AnswerWithParameters(requests[r], entry); });
+      if (err != nullptr) h.request_set_error(requests[r], err);
+      continue;
+    }
     InferdError* err = inferd_backend::Guard([&] { AnswerRequest(requests[r], entry); });
     if (err != nullptr) h.request_set_error(requests[r], err);
     (void)final_sent;
@@ -295,6 +302,28 @@ void PythonInstance::ReleaseStubRegions(const rapidjson::Value& entries) {
     auto it = stub_regions_.find(e[4].GetUint64());
     if (it != stub_regions_.end()) it->second->SetLent(false);
   }
+}
+
+void PythonInstance::AnswerWithParameters(InferdRequest* r, const rapidjson::Value& entry) {
+  const InferdHostApi& h = Host();
+  struct Release {
+    PythonInstance* self;
+    const rapidjson::Value& outs;
+    ~Release() { self->ReleaseStubRegions(outs); }
+  } release{this, entry["o"]};
+  InferdResponseFactory* factory = nullptr;
+  inferd_backend::ThrowIfError(h.response_factory_new(r, &factory));
+  InferdResponse* response = nullptr;
+  InferdError* e = h.response_new(factory, &response);
+  if (e == nullptr) {
+    e = inferd_backend::Guard([&] { FillResponse(response, entry); });
+    if (e != nullptr) h.response_delete(response);
+  }
+  InferdError* sent = e != nullptr
+                          ? h.response_send(factory, nullptr, INFERD_RESPONSE_FINAL, e)
+                          : h.response_send(factory, response, INFERD_RESPONSE_FINAL, nullptr);
+  if (sent != nullptr) h.error_delete(sent);
+  h.response_factory_delete(factory);
 }
 
 void PythonInstance::AnswerRequest(InferdRequest* r, const rapidjson::Value& entry) {

@@ -106,6 +106,7 @@ class PythonInstance {
   void ReleaseStubRegions(const rapidjson::Value& entries);
   void FillResponse(InferdResponse* response, const rapidjson::Value& entry);
   void AnswerRequest(InferdRequest* r, const rapidjson::Value& entry);
+  void AnswerWithParameters(InferdRequest* r, const rapidjson::Value& entry);
   std::string BuildExec(InferdRequest* const* requests, uint32_t n, uint64_t first_key,
                         std::vector<int>& fds);
 

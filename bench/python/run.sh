@@ -4,7 +4,9 @@
 # against the built-in identity backend (C, one memcpy), through inferd over
 # HTTP with infer-perf, at concurrency 1 and 16, for a small tensor (16 FP32)
 # and a 4 MiB one (1,048,576 FP32). Prints the microseconds the stub adds per
-# request and the 4 MiB tensors' throughput in GB/s (input bytes per second).
+# request and the 4 MiB tensors' throughput in GB/s (input bytes per second);
+# the 4 MiB case once over HTTP and once with the tensors in client shared
+# memory (--shared-memory system), which leaves the backends' own copies.
 # Needs `make build` (inferd, infer-perf, libinferd_python.so).
 source "$(dirname "$0")/../lib/common.sh"
 INTERVAL_MS="${INTERVAL_MS:-3000}"
@@ -33,31 +35,34 @@ class TritonPythonModel:
             for r in requests]
 PY
 
-start_inferd "$TMP/inferd.log" --model-repository "$TMP/models"
+start_inferd "$TMP/inferd.log" --model-repository "$TMP/models" --allow-client-shm=true
 declare -A LAT THR
-run() {  # run MODEL ELEMENTS CONCURRENCY
+run() {  # run MODEL ELEMENTS CONCURRENCY SHM
   "$PERF" -m "$1" -u 127.0.0.1:$HTTP_PORT --shape "INPUT0:$2" --concurrency-range "$3" \
-    --measurement-interval "$INTERVAL_MS" --max-trials 4 --json > "$TMP/r.json"
-  LAT[$1_$2_$3]=$(json_field "$TMP/r.json" "d['results'][0]['latency_avg_us']")
-  THR[$1_$2_$3]=$(json_field "$TMP/r.json" "d['results'][0]['throughput_infer_per_sec']")
+    --shared-memory "$4" --measurement-interval "$INTERVAL_MS" --max-trials 4 --json > "$TMP/r.json"
+  LAT[$1_$2_$3_$4]=$(json_field "$TMP/r.json" "d['results'][0]['latency_avg_us']")
+  THR[$1_$2_$3_$4]=$(json_field "$TMP/r.json" "d['results'][0]['throughput_infer_per_sec']")
 }
 echo "| tensor | concurrency | built-in identity: infer/s, avg µs | Python identity: infer/s, avg µs | added µs/request | Python GB/s |"
 echo "| --- | --- | --- | --- | --- | --- |"
-for n in 16 1048576; do
+for case in "16 none" "1048576 none" "1048576 system"; do
+  read -r n shm <<< "$case"
   for c in 1 16; do
-    run identity_c $n $c
-    run identity_py $n $c
-    lc=${LAT[identity_c_${n}_$c]} lp=${LAT[identity_py_${n}_$c]}
-    tc=${THR[identity_c_${n}_$c]} tp=${THR[identity_py_${n}_$c]}
-    /usr/bin/python3 - "$n" "$c" "$lc" "$lp" "$tc" "$tp" <<'PY'
+    run identity_c $n $c $shm
+    run identity_py $n $c $shm
+    lc=${LAT[identity_c_${n}_${c}_$shm]} lp=${LAT[identity_py_${n}_${c}_$shm]}
+    tc=${THR[identity_c_${n}_${c}_$shm]} tp=${THR[identity_py_${n}_${c}_$shm]}
+    /usr/bin/python3 - "$n" "$c" "$lc" "$lp" "$tc" "$tp" "$shm" <<'PY'
 import sys
 n, c = int(sys.argv[1]), int(sys.argv[2])
 lc, lp, tc, tp = map(float, sys.argv[3:7])
+shm = sys.argv[7]
 # Added time per request: at concurrency 1 the latency difference; at 16 the
 # difference of the per-request service time (1/throughput).
 added = lp - lc if c == 1 else 1e6 / tp - 1e6 / tc
 gbs = tp * n * 4 / 1e9
-label = "%d FP32 (%s)" % (n, "4 MiB" if n == 1048576 else "%d B" % (n * 4))
+label = "%d FP32 (%s)%s" % (n, "4 MiB" if n == 1048576 else "%d B" % (n * 4),
+                            ", client shm" if shm == "system" else "")
 print("| %s | %d | %.0f, %.0f | %.0f, %.0f | %.1f | %.2f |" % (label, c, tc, lc, tp, lp, added, gbs))
 PY
   done

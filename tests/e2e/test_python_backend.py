@@ -41,6 +41,16 @@ class TritonPythonModel:
             "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())])
             for r in requests]
 ''', [("INPUT0", "TYPE_STRING", [-1])], [("OUTPUT0", "TYPE_STRING", [-1])], max_batch_size=8)
+        python_model(repo, "py_params", '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse([pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())],
+            parameters={"tokens": 3, "stop": True, "note": "hi"}) for r in requests]
+''', [("INPUT0", "TYPE_INT32", [-1])], [("OUTPUT0", "TYPE_INT32", [-1])])
         python_model(repo, "py_raise_init", RAISE_INIT, [("INPUT0", "TYPE_INT32", [-1])],
                      [("OUTPUT0", "TYPE_INT32", [-1])])
         python_model(repo, "py_conda", FAULTY, [("INPUT0", "TYPE_INT32", [-1])],
@@ -139,6 +149,14 @@ class TritonPythonModel:
         r = self.infer("py_faulty", int32_request("INPUT0", [0, 5]))  # still serving
         self.assertOk(r)
         self.assertEqual(r.json()["outputs"][0]["data"], [0, 5])
+
+    def test_response_parameters(self):
+        r = self.infer("py_params", {"inputs": [{"name": "INPUT0", "datatype": "INT32",
+                                                 "shape": [2], "data": [4, 5]}]})
+        self.assertOk(r)
+        body = r.json()
+        self.assertEqual(body["outputs"][0]["data"], [4, 5])
+        self.assertEqual(body.get("parameters"), {"tokens": 3, "stop": True, "note": "hi"})
 
     def test_error_codes(self):
         r = self.infer("py_faulty", int32_request("INPUT0", [4]))
