@@ -273,6 +273,7 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
   NormalizeOptions normalize;
   normalize.gpu_count = options_.gpu_count;
   PythonAutoCompleteOptions python;  // the Python backend's stub, next to its library
+  python.enabled = options_.auto_complete_config;
   if (options_.registry != nullptr && !options_.registry->backend_directory().empty()) {
     python.stub_directory = options_.registry->backend_directory() + "/python";
   }
