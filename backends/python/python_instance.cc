@@ -170,12 +170,16 @@ PythonInstance::Message PythonInstance::ExecWait(int64_t timeout_ms) {
         std::lock_guard<std::mutex> lock(mu_);
         if (reply_.has_value() || dead_) break;
       }
-      int wait_ms = -1;
-      if (timeout_ms > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-            deadline - std::chrono::steady_clock::now());
-        wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+      if (timeout_ms <= 0) {  // no deadline: one blocking read, no poll
+        if (ReadOne(false) == Channel::Received::kClosed) {
+          closed = true;
+          break;
+        }
+        continue;
       }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      const int wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
       pollfd p{link_->channel.fd(), POLLIN, 0};
       const int n = poll(&p, 1, wait_ms);
       if (n == 0) {
