@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -261,6 +262,25 @@ class PythonDecoupledTest(GrpcServerTestCase):
         for r in got:
             by_id.setdefault(r.infer_response.id, []).append(self.values(r)["OUT"][0])
         self.assertEqual(by_id, {"x%d" % k: [k] * 5 for k in range(4)})
+
+    def test_concurrent_streams(self):
+        errors = []
+
+        def one(k):
+            try:
+                got = self.run_stream([self.repeat("s%d" % k, list(range(k, k + 30)), [1] * 30,
+                                                   empty_final=True)])
+                outs = [self.values(r).get("OUT", [None])[0] for r in got]
+                if outs != list(range(k, k + 30)) + [None]:
+                    errors.append((k, outs))
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append((k, e))
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
 
     def test_cancel_is_seen_by_the_model(self):
         responses = self.stream([self.repeat("c", list(range(200)), [50] * 200)])
