@@ -24,6 +24,9 @@ CFG
 }
 model identity_c identity
 model identity_py python
+model identity_py_inline python  # allowed to run on the HTTP thread, as the C one does
+echo 'parameters { key: "inline_execution_max_us" value { string_value: "2000" } }' \
+  >> "$TMP/models/identity_py_inline/config.pbtxt"
 cat > "$TMP/models/identity_py/1/model.py" <<'PY'
 import triton_python_backend_utils as pb_utils
 
@@ -35,6 +38,7 @@ class TritonPythonModel:
             for r in requests]
 PY
 
+cp "$TMP/models/identity_py/1/model.py" "$TMP/models/identity_py_inline/1/model.py"
 start_inferd "$TMP/inferd.log" --model-repository "$TMP/models" --allow-client-shm=true
 declare -A LAT THR
 run() {  # run MODEL ELEMENTS CONCURRENCY SHM
@@ -67,4 +71,17 @@ print("| %s | %d | %.0f, %.0f | %.0f, %.0f | %.1f | %.2f |" % (label, c, tc, lc,
 PY
   done
 done
+# The backend's own time per execution (compute_infer).
+backend_us() {
+  /usr/bin/python3 -c "import json, urllib.request as u
+s = json.load(u.urlopen('http://127.0.0.1:$HTTP_PORT/v2/models/$1/stats'))['model_stats'][0]
+i = s['inference_stats']['compute_infer']; print('%.1f' % (i['ns'] / max(1, i['count']) / 1000))"
+}
+run identity_py_inline 16 1 none
+echo
+echo "Python identity allowed inline (inline_execution_max_us 2000), 64 B, concurrency 1:" \
+  "${THR[identity_py_inline_16_1_none]} infer/s, ${LAT[identity_py_inline_16_1_none]} µs" \
+  "(built-in: ${LAT[identity_c_16_1_none]} µs)"
+echo "the Python backend's own time per 64 B execution (compute_infer: plugin, IPC, stub):" \
+  "$(backend_us identity_py_inline) µs"
 echo "(host: $(nproc) cores, load before: $(cut -d' ' -f1-3 /proc/loadavg))"
