@@ -4,6 +4,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,8 +95,24 @@ void PythonInstance::StopStub() {
   if (death_.empty()) death_ = "the model is being unloaded";
   lock.unlock();
   if (alive && talk && link_->channel.Send("{\"t\":\"fini\"}")) {
+    // Read what finalize() says (log lines, "fini_done") until the stub
+    // closes the channel: the reader may not be watching it (ReaderLoop).
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kFinalizeGraceMs);
+    {
+      std::lock_guard<std::mutex> role(read_mu_);
+      for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0) break;
+        pollfd p{link_->channel.fd(), POLLIN, 0};
+        const int n = poll(&p, 1, static_cast<int>(left.count()));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0 || ReadOne(true) == Channel::Received::kClosed) break;
+      }
+    }
     lock.lock();
-    cv_.wait_for(lock, std::chrono::milliseconds(kFinalizeGraceMs), [&] { return gone_; });
+    cv_.wait_until(lock, deadline, [&] { return gone_; });
     lock.unlock();
   }
   lock.lock();
@@ -117,13 +134,27 @@ void PythonInstance::StopStub() {
 }
 
 void PythonInstance::ReaderLoop() {
+  // Watches the stub's exit (pidfd) and reads the channel while no Execute
+  // does. Once initialize() returned, a model that is not decoupled has
+  // nothing to say outside execute (BLS and response senders belong inside
+  // it; a log line from another thread waits for the next execute), so the
+  // reader stops reading the channel: it would only wake with every answer
+  // Execute reads itself and compete for the CPU.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
   for (;;) {
+    bool watch_channel;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return !executing_; });
+      watch_channel = !ready_ || model_.decoupled() || pidfd < 0;
     }
-    pollfd p{link_->channel.fd(), POLLIN, 0};
-    if (poll(&p, 1, -1) < 0 && errno != EINTR) break;
+    pollfd p[2] = {{pidfd, POLLIN, 0}, {watch_channel ? link_->channel.fd() : -1, POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (p[0].revents != 0) break;  // the stub exited
+    if (p[1].revents == 0) continue;
     std::lock_guard<std::mutex> role(read_mu_);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -131,6 +162,7 @@ void PythonInstance::ReaderLoop() {
     }
     if (ReadOne(true) == Channel::Received::kClosed) break;
   }
+  if (pidfd >= 0) close(pidfd);
   OnStubGone();
 }
 
