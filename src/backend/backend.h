@@ -115,6 +115,10 @@ class ResponseTakeover {
 // answer unless FINAL was sent already. `request` stays valid until
 // Execute returns.
 struct ExecutionItem {
+  ExecutionItem() = default;
+  ExecutionItem(const InferRequest* r, InferResponse* out, Status s = Status::Ok())
+      : request(r), response(out), status(std::move(s)) {}
+
   const InferRequest* request = nullptr;
   InferResponse* response = nullptr;
   Status status;

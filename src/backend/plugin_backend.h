@@ -13,8 +13,12 @@
 // libtorch do not survive dlclose; a library refused before initialize is
 // closed again.
 //
+// Versions: tables of ABI versions INFERD_BACKEND_ABI_MIN_VERSION (1) to
+// INFERD_BACKEND_ABI_VERSION (2) are accepted and all get the one host table
+// (HostApi, plugin_host.h: version 2 only appended to it).
+//
 // Errors: a library that cannot be opened, lacks the entry symbol, returns
-// no table, speaks another ABI version, leaves a function pointer NULL or
+// no table, speaks an ABI version outside that range, leaves a function pointer NULL or
 // fails to initialize is refused with a Status naming the file and the
 // reason. An exception that escapes a plugin anyway becomes an INTERNAL
 // error, never a crash of the server.
@@ -40,7 +44,8 @@ StatusOr<std::shared_ptr<Backend>> MakePluginBackend(const std::string& name,
 StatusOr<std::shared_ptr<Backend>> LoadPluginLibrary(const std::string& name,
                                                      const std::string& path);
 
-// The service table the server hands to every plugin.
+// The service table the server hands to every plugin (every v2 function
+// filled; defined in plugin_host_calls.cc).
 const InferdHostApi* HostApi();
 
 // Converts a plugin's error into a Status and deletes the error. nullptr is

@@ -58,8 +58,9 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   BatchTakeover takeover(ctx, batch, start);
   for (auto& p : batch) {
     auto r = std::make_unique<InferResponse>();
-    items.push_back(
-        ExecutionItem{p->request.get(), r.get(), Status::Ok(), &takeover, items.size(), nullptr});
+    ExecutionItem& item = items.emplace_back(p->request.get(), r.get());
+    item.takeover = &takeover;
+    item.index = items.size() - 1;
     responses.push_back(std::move(r));
     rows += static_cast<uint64_t>(std::max<int64_t>(1, p->request->batch_size));
   }

@@ -9,6 +9,7 @@ import os
 import struct
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -45,21 +46,8 @@ def final_flag(r):
     return p["triton_final_response"].bool_param if "triton_final_response" in p else None
 
 
-@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
-class DecoupledTest(GrpcServerTestCase):
-
-    @classmethod
-    def build_repository(cls, root):
-        repo = harness.copy_test_models(os.path.join(root, "models"), ["simple", "repeat_int32"])
-        write_model(repo, "stream_add_sub",
-                    add_sub_config("stream_add_sub", "TYPE_INT32", extra=DECOUPLED))
-        write_model(repo, "over_repeat", ENSEMBLE)
-        return [repo]
-
-    def tearDown(self):
-        self.assertServerAlive()
-
-    # -- helpers ---------------------------------------------------------------------------
+class StreamHelpers:
+    """Requests for repeat_int32's signature and a stream to send them on."""
 
     def repeat_request(self, rid, values, delays=None, wait=0, outputs=("OUT", "IDX"),
                        empty_final=None, wait_shape=(1,)):
@@ -97,6 +85,21 @@ class DecoupledTest(GrpcServerTestCase):
             fmt = "<%d%s" % (len(raw) // 4, "i" if o.datatype == "INT32" else "I")
             out[o.name] = list(struct.unpack(fmt, raw))
         return out
+
+
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class DecoupledTest(StreamHelpers, GrpcServerTestCase):
+
+    @classmethod
+    def build_repository(cls, root):
+        repo = harness.copy_test_models(os.path.join(root, "models"), ["simple", "repeat_int32"])
+        write_model(repo, "stream_add_sub",
+                    add_sub_config("stream_add_sub", "TYPE_INT32", extra=DECOUPLED))
+        write_model(repo, "over_repeat", ENSEMBLE)
+        return [repo]
+
+    def tearDown(self):
+        self.assertServerAlive()
 
     def stats(self, model):
         r = self.client.get("/v2/models/%s/stats" % model)
@@ -285,13 +288,69 @@ class DecoupledTest(GrpcServerTestCase):
         self.assertIn("ensembles do not support decoupled composing models", r.json()["error"])
 
 
-class RepeatLoadChecksTest(harness.ServerTestCase):
-    """The repeat backend checks its model's signature at load, with Triton's wording."""
+RELAY = """name: "%s"
+backend: "bls_relay"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+parameters { key: "callee" value { string_value: "%s" } }
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] },
+        { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] },
+        { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] },
+         { name: "IDX" data_type: TYPE_UINT32 dims: [ 1 ] } ]
+"""
+
+
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class CallsIntoTheServerTest(StreamHelpers, GrpcServerTestCase):
+    """A backend calling other models (ABI v2 infer_*, Triton's BLS): the test backend
+    bls_relay relays each response of its callee as its own."""
+
+    @classmethod
+    def build_repository(cls, root):
+        backends = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+            harness.INFERD_BIN))), "test-backends")
+        if not os.path.exists(os.path.join(backends, "libinferd_bls_relay.so")):
+            raise unittest.SkipTest("the bls_relay test backend is not built")
+        cls.SERVER_ARGS = ("--backend-directory", backends)
+        repo = harness.copy_test_models(os.path.join(root, "models"), ["repeat_int32"])
+        write_model(repo, "relay", RELAY % ("relay", "repeat_int32"))
+        write_model(repo, "relay_nowhere", RELAY % ("relay_nowhere", "no_such_model"))
+        return [repo]
+
+    def tearDown(self):
+        self.assertServerAlive()
+
+    def test_a_decoupled_callee_s_responses_are_relayed_as_they_come(self):
+        req = self.repeat_request("bls", [4, 5, 6], [20, 20, 20], empty_final=True)
+        req.model_name = "relay"
+        got = self.run_stream([req])
+        self.assertEqual([self.values(r) for r in got[:3]],
+                         [{"OUT": [4 + i], "IDX": [i]} for i in range(3)])
+        self.assertEqual([r.infer_response.model_name for r in got], ["relay"] * 4)
+        self.assertEqual([final_flag(r) for r in got], [False, False, False, True])
+
+    def test_a_failing_call_is_the_request_s_error(self):
+        req = self.repeat_request("bls-err", [1])
+        req.model_name = "relay_nowhere"
+        got = self.run_stream([req])
+        self.assertEqual(len(got), 1, got)
+        self.assertIn("no_such_model", got[0].error_message)
+        self.assertIs(final_flag(got[0]), True)
+        ok = self.repeat_request("bls-ok", [8])
+        ok.model_name = "relay"
+        self.assertEqual([self.values(r)["OUT"] for r in self.run_stream([ok])], [[8]])
+
+
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class RepeatLoadChecksTest(StreamHelpers, GrpcServerTestCase):
+    """The repeat backend checks its model's signature at load, with Triton's wording; an
+    unload with requests in flight stops them (FINAL) and is clean."""
     SERVER_ARGS = ("--model-control-mode", "explicit")
 
     @classmethod
     def build_repository(cls, root):
-        repo = os.path.join(root, "models")
+        repo = harness.copy_test_models(os.path.join(root, "models"), ["repeat_int32"])
         text = harness.read_test_config("repeat_int32")
         write_model(repo, "wrong_name", text.replace('name: "repeat_int32"', 'name: "wrong_name"')
                     .replace('name: "IN"', 'name: "INPUT"'))
@@ -307,6 +366,22 @@ class RepeatLoadChecksTest(harness.ServerTestCase):
     def test_a_repeat_model_must_be_decoupled(self):
         r = self.client.post("/v2/repository/models/not_decoupled/load")
         self.assertError(r, 400, "decoupled")
+
+    def test_unloading_with_requests_in_flight_ends_them(self):
+        self.assertOk(self.client.post("/v2/repository/models/repeat_int32/load"))
+        responses = self.stream([self.repeat_request("u", list(range(100)), [100] * 100,
+                                                     empty_final=True)])
+        first = next(responses)
+        self.assertEqual(self.values(first)["IDX"], [0])
+        started = time.monotonic()
+        self.assertOk(self.client.post("/v2/repository/models/repeat_int32/unload"))
+        rest = list(responses)  # the worker stops at the unload and sends FINAL
+        self.assertLess(time.monotonic() - started, 5, "not the 10 s the request asked for")
+        self.assertEqual(responses.code(), grpc.StatusCode.OK)
+        self.assertIs(final_flag(rest[-1]), True)
+        self.assertTrue(harness.wait_until(
+            lambda: self.client.get("/v2/models/repeat_int32/ready").status != 200, timeout=5))
+        self.assertServerAlive()
 
 
 if __name__ == "__main__":

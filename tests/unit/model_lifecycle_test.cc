@@ -20,10 +20,6 @@ std::string AddSub(const std::string& name, const std::string& dtype = "TYPE_FP3
   return testing::AddSubConfig(name, dtype, extra);
 }
 
-constexpr char kDecoupledReason[] =
-    "decoupled models (model_transaction_policy.decoupled: true) are not supported by this "
-    "server yet";
-
 class ModelLifecycleTest : public testing::ModelManagerFixture {
  protected:
   ModelManager& Make(ModelControlMode mode) { return NewManager(mode); }
@@ -177,22 +173,16 @@ TEST_F(ModelLifecycleTest, FailedModelIsUnavailableWithItsReasonAndOthersServe) 
   EXPECT_EQ(dup[0].reason, "model appears in more than one model repository");
 }
 
-TEST_F(ModelLifecycleTest, DecoupledModelFailsToLoadWithAReason) {
+TEST_F(ModelLifecycleTest, DecoupledModelsLoadAndSayWhatTheyAre) {
   source_->SetModel("stream",
                     AddSub("stream", "TYPE_FP32", "model_transaction_policy { decoupled: true }\n"),
                     {1});
   Make(ModelControlMode::kExplicit);
-  ASSERT_TRUE(manager_->Load("m", std::nullopt).ok());
-  Status s = manager_->Load("stream", std::nullopt);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), std::string("load failed for model 'stream': stream/config.pbtxt: ") +
-                             kDecoupledReason);
-  auto entries = Entries("stream");
-  ASSERT_EQ(entries.size(), 1u);
-  EXPECT_EQ(entries[0].state, ModelState::kUnavailable);
-  EXPECT_EQ(entries[0].reason, std::string("stream/config.pbtxt: ") + kDecoupledReason);
-  EXPECT_NE(Serving("m"), nullptr);
-  EXPECT_TRUE(source_->materialized().size() == 1u) << "nothing fetched for a refused model";
+  ASSERT_TRUE(manager_->Load("stream", std::nullopt).ok());
+  auto v = Serving("stream");
+  ASSERT_NE(v, nullptr);
+  EXPECT_TRUE(v->spec().decoupled);
+  EXPECT_EQ(Entries("stream").at(0).state, ModelState::kReady);
 }
 
 TEST_F(ModelLifecycleTest, ExplicitLoadUnloadAndConfigOverride) {
@@ -266,15 +256,12 @@ TEST(RepositoryPollerTest, PassesFollowTheClock) {
   EXPECT_EQ(calls.load(), 2);
 }
 
-TEST(DecoupledConfigTest, NormalisationRefusesDecoupledModels) {
+TEST(DecoupledConfigTest, NormalisationKeepsTheTransactionPolicy) {
   inference::ModelConfig config;
   config.set_backend("add_sub");
   config.mutable_model_transaction_policy()->set_decoupled(true);
-  Status s = NormalizeModelConfig("stream", NormalizeOptions{}, config);
-  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s.message(), kDecoupledReason);
-  config.mutable_model_transaction_policy()->set_decoupled(false);
-  EXPECT_TRUE(NormalizeModelConfig("stream", NormalizeOptions{}, config).ok());
+  ASSERT_TRUE(NormalizeModelConfig("stream", NormalizeOptions{}, config).ok());
+  EXPECT_TRUE(SpecFromConfig(config).decoupled);
 }
 
 }  // namespace

@@ -17,7 +17,9 @@
 // inference (bad name, undecodable, invalid, unknown model) gets
 // error_message and its id only, without triton_final_response, as
 // Triton's stream does; a failed inference also names the model and
-// version and carries triton_final_response: true. A stream that is
+// version and carries triton_final_response: true. (A rejection is an error
+// delivered on the reading thread while InferenceServer::Infer runs; a
+// model run inline there that fails is written as one, too.) A stream that is
 // cancelled or whose write fails sets the cancel flag of all its requests:
 // schedulers drop queued ones and models see it (is_cancelled).
 //
