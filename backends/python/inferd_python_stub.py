@@ -39,6 +39,8 @@ import triton_python_backend_utils as pb  # noqa: E402
 
 HEADER = 64  # bytes at the start of every region (word 0: 1 = lent to the peer)
 MIN_REGION = 1 << 16
+# Control messages above this size travel in a memfd (a datagram must fit the socket buffer).
+BIG_MESSAGE = 1 << 16
 # Triton error code -> inferd (gRPC) code, and back.
 TO_INFERD = {0: 2, 1: 13, 2: 5, 3: 3, 4: 14, 5: 12, 6: 6, 7: 1}
 FROM_INFERD = {1: 7, 2: 0, 3: 3, 5: 2, 6: 6, 12: 5, 13: 1, 14: 4}
@@ -118,6 +120,13 @@ class Runtime:
 
     def send(self, obj, fds=()):
         data = json.dumps(obj, separators=(",", ":")).encode()
+        if len(data) > BIG_MESSAGE:  # the body goes in a memfd, first of the fds
+            bfd = os.memfd_create("inferd-python-message", os.MFD_CLOEXEC)
+            view, done = memoryview(data), 0
+            while done < len(data):
+                done += os.write(bfd, view[done:])
+            data = b'{"t":"big","size":%d}' % len(data)
+            fds = [bfd] + list(fds)
         with self.send_lock:
             if fds:
                 self.sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
@@ -138,6 +147,17 @@ class Runtime:
                 a = array.array("i")
                 a.frombytes(data[:len(data) - len(data) % 4])
                 fds.extend(a)
+        if msg.get("t") == "big":
+            parts, got = [], 0
+            while got < msg["size"]:
+                part = os.pread(fds[0], msg["size"] - got, got)
+                if not part:
+                    break
+                parts.append(part)
+                got += len(part)
+            os.close(fds[0])
+            fds = fds[1:]
+            msg = json.loads(b"".join(parts))
         for kind, rid in msg.get("drop", ()):
             self.peer.pop((kind, rid), None)
             self.peer_addr.pop((kind, rid), None)

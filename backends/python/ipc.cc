@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/backend_util.h"
@@ -50,8 +51,37 @@ Region::~Region() {
 
 Channel::~Channel() { close(fd_); }
 
-bool Channel::Send(const std::string& message, const std::vector<int>& fds) {
-  iovec iov{const_cast<char*>(message.data()), message.size()};
+bool Channel::Send(const std::string& body, const std::vector<int>& body_fds) {
+  // A datagram must fit the socket's buffer (~200 KiB by default): a larger
+  // message travels in a memfd, sent first among the fds.
+  std::string message;
+  std::vector<int> fds;
+  int big = -1;
+  if (body.size() > kBigMessage) {
+    big = memfd_create("inferd-python-message", MFD_CLOEXEC);
+    if (big < 0) return false;
+    size_t done = 0;
+    while (done < body.size()) {
+      const ssize_t n = write(big, body.data() + done, body.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        close(big);
+        return false;
+      }
+      done += static_cast<size_t>(n);
+    }
+    message = "{\"t\":\"big\",\"size\":" + std::to_string(body.size()) + "}";
+    fds.push_back(big);
+  }
+  fds.insert(fds.end(), body_fds.begin(), body_fds.end());
+  struct CloseBig {
+    int fd;
+    ~CloseBig() {
+      if (fd >= 0) close(fd);
+    }
+  } close_big{big};
+  const std::string& data = big >= 0 ? message : body;
+  iovec iov{const_cast<char*>(data.data()), data.size()};
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
@@ -100,6 +130,22 @@ Channel::Received Channel::Recv(std::string* message, std::vector<int>* fds, boo
   }
   if (msg.msg_flags & MSG_TRUNC) return Received::kClosed;  // over 1 MiB: protocol error
   message->assign(buf_.data(), static_cast<size_t>(n));
+  static const std::string kBig = "{\"t\":\"big\",\"size\":";
+  if (message->compare(0, kBig.size(), kBig) == 0 && !fds->empty()) {
+    const size_t size = std::strtoull(message->c_str() + kBig.size(), nullptr, 10);
+    const int fd = fds->front();
+    fds->erase(fds->begin());
+    message->resize(size);
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t r = pread(fd, message->data() + done, size - done, static_cast<off_t>(done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      done += static_cast<size_t>(r);
+    }
+    close(fd);
+    if (done < size) return Received::kClosed;
+  }
   return Received::kMessage;
 }
 

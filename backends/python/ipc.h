@@ -27,6 +27,8 @@
 namespace inferd_python {
 
 constexpr size_t kRegionHeader = 64;
+// Control messages above this size travel in a memfd (see Channel::Send).
+constexpr size_t kBigMessage = 64 * 1024;
 
 class Region {
  public:
@@ -68,7 +70,9 @@ class Channel {
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
 
-  // Sends one message with `fds` attached (they stay open here).
+  // Sends one message with `fds` attached (they stay open here). A message
+  // over kBigMessage goes as {"t":"big","size":n} with the body in a memfd
+  // (the first fd); Recv undoes that, on both sides of the channel.
   bool Send(const std::string& message, const std::vector<int>& fds = {});
   enum class Received { kMessage, kAgain, kClosed };
   // Receives one message; attached fds are appended to *fds (the caller owns

@@ -59,7 +59,10 @@ class TritonPythonModel:
                     "inputs": [[t.name(), t.shape(), t.triton_dtype()] for t in r.inputs()],
                     "batch": len(requests), "cancelled": r.is_cancelled()}
             data = np.array([json.dumps(info).encode()], dtype=np.object_)
-            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("INFO", data)]))
+            big = info["params"].get("big")
+            out.append(pb_utils.InferenceResponse(
+                [pb_utils.Tensor("INFO", data)],
+                parameters={"echo": big} if isinstance(big, str) else None))
         return out
 '''
 

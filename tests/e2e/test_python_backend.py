@@ -128,6 +128,17 @@ class TritonPythonModel:
         self.assertFalse(info["cancelled"])
         self.assertEqual(info["params"], {"temperature": 0.5, "mode": "fast", "n": 3, "on": True})
 
+    def test_large_control_messages(self):
+        # 300 kB of request parameters: over a datagram's size both ways (exec, exec_done).
+        big = "x" * 300000
+        req = {"inputs": [{"name": "INPUT0", "datatype": "FP32", "shape": [1], "data": [1]}],
+               "outputs": [{"name": "INFO"}], "parameters": {"big": big}}
+        r = self.infer("py_introspect", req)
+        self.assertOk(r)
+        body = r.json()
+        self.assertEqual(json.loads(body["outputs"][0]["data"][0])["params"]["big"], big)
+        self.assertEqual(body["parameters"]["echo"], big)
+
     def test_bytes_echo(self):
         vals = [b"hello", b"", b"\x00\x01binary\xff", "ünïcode".encode()]
         blob = pack("BYTES", vals)
