@@ -272,7 +272,12 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
                                const LoadInput& input) {
   NormalizeOptions normalize;
   normalize.gpu_count = options_.gpu_count;
-  PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize);
+  PythonAutoCompleteOptions python;  // the Python backend's stub, next to its library
+  python.enabled = options_.auto_complete_config;
+  if (options_.registry != nullptr && !options_.registry->backend_directory().empty()) {
+    python.stub_directory = options_.registry->backend_directory() + "/python";
+  }
+  PreparedConfig prepared = PrepareModel(input.source, name, input.config_json, normalize, python);
   for (const auto& w : prepared.warnings) {
     INFERD_LOG(Warning) << "model '" << EscapeControl(name) << "': " << EscapeControl(w);
   }

@@ -55,6 +55,9 @@ struct ModelManagerOptions {
   // model that serves first makes it UNLOADING (not ready, still serving)
   // for this long, on `clock`; 0: at once.
   std::chrono::microseconds unload_delay{0};
+  // Python models' auto_complete_config (python_auto_complete.h); false:
+  // --disable-auto-complete-config.
+  bool auto_complete_config = true;
 };
 
 struct ModelIndexEntry {

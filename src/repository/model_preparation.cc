@@ -33,7 +33,8 @@ bool IsTransient(const Status& s) {
 
 PreparedConfig PrepareModel(const RepositorySource& source, const std::string& name,
                             const std::optional<std::string>& config_json,
-                            const NormalizeOptions& options) {
+                            const NormalizeOptions& options,
+                            const PythonAutoCompleteOptions& python) {
   PreparedConfig out;
   auto config = ReadConfig(source, name, config_json);
   if (!config.ok()) {
@@ -43,6 +44,10 @@ PreparedConfig PrepareModel(const RepositorySource& source, const std::string& n
     return out;
   }
   out.config = std::move(*config);
+  if (Status ac = PythonAutoComplete(source, name, python, out.config); !ac.ok()) {
+    out.plan.error = ac.WithPrefix(name + "/config.pbtxt").message();
+    return out;
+  }
   NormalizeOptions normalize = options;
   normalize.warnings = &out.warnings;
   Status norm = NormalizeModelConfig(name, normalize, out.config);

@@ -15,6 +15,7 @@
 #include "model_config.pb.h"
 #include "repository/lifecycle_plan.h"
 #include "repository/model_config_util.h"
+#include "repository/python_auto_complete.h"
 #include "repository/repository_source.h"
 
 namespace inferd {
@@ -29,9 +30,11 @@ struct PreparedConfig {
 // "model 'x' has no config.pbtxt", the parser's message (file, line,
 // column) — these two with `plan.unreadable` set —,
 // "x/config.pbtxt: <normalisation error>", or why the versions could not be
-// listed.
+// listed. Python models' auto_complete_config runs before normalisation
+// (`python`, python_auto_complete.h).
 PreparedConfig PrepareModel(const RepositorySource& source, const std::string& name,
                             const std::optional<std::string>& config_json,
-                            const NormalizeOptions& options);
+                            const NormalizeOptions& options,
+                            const PythonAutoCompleteOptions& python = {});
 
 }  // namespace inferd

@@ -1,0 +1,356 @@
+// PythonInstance::Execute: one batch to the stub and its answers back. See
+// python_model.h.
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstring>
+
+#include "python/python_model.h"
+
+namespace inferd_python {
+
+using inferd_backend::Fail;
+using inferd_backend::Host;
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+namespace {
+
+constexpr uint64_t Align(uint64_t n) { return (n + 63) & ~uint64_t{63}; }
+
+void WriteString(Writer& w, const char* s) {
+  w.String(s, static_cast<rapidjson::SizeType>(std::strlen(s)));
+}
+
+}  // namespace
+
+std::string PythonInstance::BuildExec(InferdRequest* const* requests, uint32_t n,
+                                      uint64_t first_key, std::vector<int>& fds) {
+  const InferdHostApi& h = Host();
+  const InferdModelInfo& info = model_.info();
+  // Inputs of every request, packed into the "E" region.
+  std::vector<std::vector<InferdTensor>> inputs(n);
+  uint64_t total = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    const uint32_t count = h.request_input_count(requests[r]);
+    inputs[r].resize(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      inferd_backend::ThrowIfError(h.request_input(requests[r], i, &inputs[r][i]));
+      total += Align(inputs[r][i].byte_size);
+    }
+  }
+  std::string drop;
+  if (!exec_region_ || exec_region_->capacity() < total) {
+    if (exec_region_) drop = std::to_string(exec_region_->id());
+    exec_region_ = Region::Create(next_e_id_++, total);
+  }
+  Region& region = *exec_region_;
+
+  rapidjson::StringBuffer sb;
+  Writer w(sb);
+  w.StartObject();
+  w.Key("t");
+  w.String("exec");
+  w.Key("er");
+  w.Uint64(region.id());
+  if (!region.announced) {
+    w.Key("regions");
+    w.StartArray();
+    w.StartArray();
+    w.String("E");
+    w.Uint64(region.id());
+    w.Uint64(region.total_size());
+    w.EndArray();
+    w.EndArray();
+    fds.push_back(region.fd());
+    region.announced = true;
+  }
+  if (!drop.empty()) {
+    w.Key("drop");
+    w.StartArray();
+    w.StartArray();
+    w.String("E");
+    w.Uint64(std::stoull(drop));
+    w.EndArray();
+    w.EndArray();
+  }
+  w.Key("reqs");
+  w.StartArray();
+  uint64_t offset = 0;
+  for (uint32_t r = 0; r < n; ++r) {
+    InferdRequest* q = requests[r];
+    w.StartObject();
+    w.Key("k");
+    w.Uint64(first_key + r);
+    w.Key("id");
+    WriteString(w, h.request_id(q));
+    w.Key("corr");
+    uint64_t uid = 0;
+    const char* sid = nullptr;
+    const InferdCorrelationKind ck = h.request_correlation_id
+                                         ? h.request_correlation_id(q, &uid, &sid)
+                                         : INFERD_CORRELATION_NONE;
+    if (ck == INFERD_CORRELATION_STRING && sid != nullptr) {
+      WriteString(w, sid);
+    } else {
+      w.Uint64(ck == INFERD_CORRELATION_UINT ? uid : 0);
+    }
+    w.Key("flags");
+    w.Uint(h.request_flags ? h.request_flags(q) : 0);
+    w.Key("timeout");
+    w.Uint64(h.request_timeout_us ? h.request_timeout_us(q) : 0);
+    w.Key("params");
+    WriteString(w, h.request_parameters_json ? h.request_parameters_json(q) : "{}");
+    w.Key("outs");
+    w.StartArray();
+    if (h.request_output_name_count != nullptr) {
+      const uint32_t c = h.request_output_name_count(q);
+      for (uint32_t i = 0; i < c; ++i) WriteString(w, h.request_output_name(q, i));
+    } else {
+      for (uint32_t i = 0; i < info.output_count; ++i) {
+        if (h.request_output_requested(q, info.outputs[i].name))
+          WriteString(w, info.outputs[i].name);
+      }
+    }
+    w.EndArray();
+    w.Key("in");
+    w.StartArray();
+    for (const InferdTensor& t : inputs[r]) {
+      if (t.byte_size > 0) std::memcpy(region.data() + offset, t.buffer, t.byte_size);
+      w.StartArray();
+      WriteString(w, t.name);
+      w.Int(t.datatype);
+      w.StartArray();
+      for (uint32_t d = 0; d < t.dims_count; ++d) w.Int64(t.shape[d]);
+      w.EndArray();
+      w.String("E");
+      w.Uint64(region.id());
+      w.Uint64(offset);
+      w.Uint64(t.byte_size);
+      w.EndArray();
+      offset += Align(t.byte_size);
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
+void PythonInstance::Execute(InferdRequest* const* requests, uint32_t n) {
+  const InferdHostApi& h = Host();
+  const InferdModelInfo& info = model_.info();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (dead_) {
+      Fail(INFERD_ERROR_UNAVAILABLE,
+           "Python model '" + std::string(info.name) + "' instance '" + name_ + "': " + death_);
+    }
+  }
+  if (info.max_batch_size > 0) {
+    int64_t batch = 0;
+    for (uint32_t r = 0; r < n; ++r) {
+      InferdTensor t{};
+      if (h.request_input_count(requests[r]) > 0 &&
+          h.request_input(requests[r], 0, &t) == nullptr && t.dims_count > 0) {
+        batch += t.shape[0];
+      }
+    }
+    if (batch > info.max_batch_size && batch != 1) {
+      Fail(INFERD_ERROR_INTERNAL, "batch size " + std::to_string(batch) + " for '" + name_ +
+                                      "', max allowed is " + std::to_string(info.max_batch_size));
+    }
+  }
+  std::vector<int> fds;
+  const uint64_t first_key = next_key_;
+  next_key_ += n;
+  const std::string message = BuildExec(requests, n, first_key, fds);
+  // From here on every request's entry in pending_ must be settled on exit.
+  struct Settle {
+    PythonInstance* self;
+    uint64_t first;
+    uint32_t n;
+    ~Settle() {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      for (uint32_t r = 0; r < n; ++r) {
+        auto it = self->pending_.find(first + r);
+        if (it == self->pending_.end()) continue;
+        it->second.request = nullptr;
+        if (it->second.factory == nullptr || it->second.final_sent || self->dead_) {
+          if (it->second.factory != nullptr && !it->second.final_sent) {
+            self->FailPending(it->second, INFERD_ERROR_UNAVAILABLE,
+                              "Python model instance '" + self->name_ + "': " + self->death_);
+          }
+          self->pending_.erase(it);
+        }
+      }
+    }
+  } settle{this, first_key, n};
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t r = 0; r < n; ++r) {
+      Pending& p = pending_[first_key + r];
+      p.request = requests[r];
+      if (model_.decoupled()) {
+        inferd_backend::ThrowIfError(h.response_factory_new(requests[r], &p.factory));
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    executing_ = true;  // from now on this thread reads the channel (ExecWait)
+  }
+
+  if (!link_->channel.Send(message, fds)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    executing_ = false;
+    cv_.notify_all();
+    Fail(INFERD_ERROR_UNAVAILABLE, "Python model '" + std::string(info.name) + "' instance '" +
+                                       name_ + "': its stub process is gone");
+  }
+  Message done;
+  try {
+    done = ExecWait(model_.execute_timeout_ms());
+  } catch (const inferd_backend::BackendError& e) {
+    // Requests whose answer was taken over get the error through their factory.
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t r = 0; r < n; ++r) {
+      auto it = pending_.find(first_key + r);
+      if (it != pending_.end() && it->second.factory != nullptr && !it->second.final_sent) {
+        FailPending(it->second, e.code(), e.what());
+      }
+    }
+    throw;
+  }
+  const rapidjson::Document& d = done.doc;
+  if (d.HasMember("error") && d["error"].IsArray()) {
+    const InferdErrorCode code = d["error"][0].GetInt();
+    const std::string text = d["error"][1].GetString();
+    std::lock_guard<std::mutex> lock(mu_);
+    for (uint32_t r = 0; r < n; ++r) {
+      Pending& p = pending_[first_key + r];
+      if (p.factory != nullptr) {
+        if (!p.final_sent) FailPending(p, code, text);
+      } else {
+        h.request_set_error(requests[r], h.error_new(code, text.c_str()));
+      }
+    }
+    return;
+  }
+  if (!d.HasMember("resps") || !d["resps"].IsArray()) return;  // decoupled
+  const auto& resps = d["resps"];
+  for (uint32_t r = 0; r < n && r < resps.Size(); ++r) {
+    const rapidjson::Value& entry = resps[r];
+    InferdResponseFactory* factory = nullptr;
+    bool final_sent = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Pending& p = pending_[first_key + r];
+      factory = p.factory;
+      final_sent = p.final_sent;
+    }
+    if (factory != nullptr) {
+      if (!entry.IsNull()) ReleaseStubRegions(entry.HasMember("o") ? entry["o"] : entry);
+      continue;  // answered through the response sender
+    }
+    if (entry.IsNull()) {
+      h.request_set_error(
+          requests[r],
+          h.error_new(INFERD_ERROR_INTERNAL,
+                      ("Python model '" + name_ + "' returned None for a request it did not answer")
+                          .c_str()));
+      continue;
+    }
+    if (entry.HasMember("p") && entry["p"].IsObject() && entry["p"].MemberCount() > 0 &&
+        h.response_factory_new != nullptr) {
+      // Response parameters travel only on a response object: answer through a factory.
+      InferdError* err = inferd_backend::Guard([&] { AnswerWithParameters(requests[r], entry); });
+      if (err != nullptr) h.request_set_error(requests[r], err);
+      continue;
+    }
+    InferdError* err = inferd_backend::Guard([&] { AnswerRequest(requests[r], entry); });
+    if (err != nullptr) h.request_set_error(requests[r], err);
+    (void)final_sent;
+  }
+}
+
+const uint8_t* PythonInstance::EntryData(const rapidjson::Value& e) {
+  const std::string kind = e[3].GetString();
+  const uint64_t id = e[4].GetUint64();
+  const uint64_t offset = e[5].GetUint64();
+  const uint64_t size = e[6].GetUint64();
+  const Region* region = nullptr;
+  if (kind == "E") {
+    if (exec_region_ && exec_region_->id() == id) region = exec_region_.get();
+  } else if (kind == "S") {
+    std::lock_guard<std::mutex> lock(regions_mu_);
+    auto it = stub_regions_.find(id);
+    if (it != stub_regions_.end()) region = it->second.get();
+  }
+  if (region == nullptr || offset > region->capacity() || size > region->capacity() - offset) {
+    Fail(INFERD_ERROR_INTERNAL, "Python instance '" + name_ + "': stub pointed at unknown memory");
+  }
+  return region->data() + offset;
+}
+
+void PythonInstance::ReleaseStubRegions(const rapidjson::Value& entries) {
+  if (!entries.IsArray()) return;
+  std::lock_guard<std::mutex> lock(regions_mu_);
+  for (const auto& e : entries.GetArray()) {
+    if (std::strcmp(e[3].GetString(), "S") != 0) continue;
+    auto it = stub_regions_.find(e[4].GetUint64());
+    if (it != stub_regions_.end()) it->second->SetLent(false);
+  }
+}
+
+void PythonInstance::AnswerWithParameters(InferdRequest* r, const rapidjson::Value& entry) {
+  const InferdHostApi& h = Host();
+  struct Release {
+    PythonInstance* self;
+    const rapidjson::Value& outs;
+    ~Release() { self->ReleaseStubRegions(outs); }
+  } release{this, entry["o"]};
+  InferdResponseFactory* factory = nullptr;
+  inferd_backend::ThrowIfError(h.response_factory_new(r, &factory));
+  InferdResponse* response = nullptr;
+  InferdError* e = h.response_new(factory, &response);
+  if (e == nullptr) {
+    e = inferd_backend::Guard([&] { FillResponse(response, entry); });
+    if (e != nullptr) h.response_delete(response);
+  }
+  InferdError* sent = e != nullptr
+                          ? h.response_send(factory, nullptr, INFERD_RESPONSE_FINAL, e)
+                          : h.response_send(factory, response, INFERD_RESPONSE_FINAL, nullptr);
+  if (sent != nullptr) h.error_delete(sent);
+  h.response_factory_delete(factory);
+}
+
+void PythonInstance::AnswerRequest(InferdRequest* r, const rapidjson::Value& entry) {
+  const InferdHostApi& h = Host();
+  if (entry.HasMember("e")) {
+    h.request_set_error(r, h.error_new(entry["e"][0].GetInt(), entry["e"][1].GetString()));
+    return;
+  }
+  const auto& outs = entry["o"];
+  struct Release {
+    PythonInstance* self;
+    const rapidjson::Value& outs;
+    ~Release() { self->ReleaseStubRegions(outs); }
+  } release{this, outs};
+  for (const auto& o : outs.GetArray()) {
+    std::vector<int64_t> shape;
+    for (const auto& d : o[2].GetArray()) shape.push_back(d.GetInt64());
+    const uint8_t* src = EntryData(o);
+    const uint64_t size = o[6].GetUint64();
+    InferdMemoryType mt = INFERD_MEMORY_CPU;
+    int64_t dev = 0;
+    void* buffer = nullptr;
+    inferd_backend::ThrowIfError(
+        h.request_output_alloc(r, o[0].GetString(), o[1].GetInt(), shape.data(),
+                               static_cast<uint32_t>(shape.size()), size, &mt, &dev, &buffer));
+    if (size > 0) std::memcpy(buffer, src, size);
+  }
+}
+
+}  // namespace inferd_python
