@@ -41,6 +41,8 @@ libopencv-imgcodecs-dev
 libopencv-imgproc-dev
 python3-torch
 python3-torchvision
+python3-numpy
+python3-pil
 python3-sklearn
 python3-onnx
 python3-fastapi

@@ -138,6 +138,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
       {"model-unload-delay-secs", Integer(s.model_unload_delay_secs, 0, 86400)},
       {"repository-follow-external-symlinks", Boolean(s.follow_external_symlinks)},
+      {"disable-auto-complete-config", Boolean(s.disable_auto_complete_config)},
       {"strict-readiness", Boolean(s.strict_readiness)},
       {"model-cache-dir", String(s.model_cache_dir)},
       {"s3-addressing", S3Addressing(s.s3_virtual_hosted)},
@@ -222,6 +223,11 @@ Status ApplyArgs(const std::vector<std::string>& args, const std::map<std::strin
     }
     auto it = flags.find(name);
     if (it == flags.end()) return InvalidArgument("unknown flag '--" + name + "' (see --help)");
+    // Triton's --disable-auto-complete-config takes no value.
+    if (!has_value && name == "disable-auto-complete-config") {
+      value = "true";
+      has_value = true;
+    }
     if (!has_value) {
       if (i + 1 >= args.size()) return InvalidArgument("flag '--" + name + "' needs a value");
       value = args[++i];
@@ -273,6 +279,9 @@ Model repository
   --s3-addressing=<style>        path (default: https://<endpoint>/<bucket>/<key>) or virtual
                                  (https://<bucket>.<endpoint>/<key>) requests to S3
   --strict-readiness=<bool>      ready only when every model is ready (default true)
+  --disable-auto-complete-config[=<bool>]
+                                 do not run Python models' auto_complete_config (Triton's
+                                 flag; the config must then be complete)
   --exit-on-error=<bool>         exit if a model fails to load at start (default false); given
                                  as false, also start while a repository cannot be listed
                                  (an s3:// store unreachable) and load its models later

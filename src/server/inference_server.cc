@@ -29,6 +29,7 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
   mo.clock = RealClock::Get();
   mo.mode = options_.control_mode;
   mo.unload_delay = std::chrono::seconds(options_.model_unload_delay_secs);
+  mo.auto_complete_config = !options_.disable_auto_complete_config;
   mo.startup_models = options_.startup_models;
   shared_memory_.set_cuda(cuda_shared_memory_.get());
   mo.registry = registry_.get();

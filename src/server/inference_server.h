@@ -45,6 +45,8 @@ struct ServerOptions {
   int repository_poll_secs = 15;
   // --model-unload-delay-secs (ModelManagerOptions::unload_delay).
   int model_unload_delay_secs = 0;
+  // --disable-auto-complete-config (ModelManagerOptions::auto_complete_config).
+  bool disable_auto_complete_config = false;
   // Follow symbolic links whose target lies outside every repository
   // (--repository-follow-external-symlinks; repository_scan.h).
   bool follow_external_symlinks = false;

@@ -7,7 +7,6 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import ssl
 import struct
 import sys

@@ -15,9 +15,16 @@ ModelSpec Spec(int64_t max_batch = 0) {
   ModelSpec s;
   s.name = "m";
   s.max_batch_size = max_batch;
-  s.inputs.push_back({"TEXT", DataType::kBytes, {-1}});
-  s.inputs.push_back({"N", DataType::kInt32, {2, -1}});
-  s.inputs.push_back({"FLAG", DataType::kBool, {1}});
+  auto input = [&s](std::string name, DataType type, Shape dims) {
+    TensorSpec t;
+    t.name = std::move(name);
+    t.datatype = type;
+    t.dims = std::move(dims);
+    s.inputs.push_back(std::move(t));
+  };
+  input("TEXT", DataType::kBytes, {-1});
+  input("N", DataType::kInt32, {2, -1});
+  input("FLAG", DataType::kBool, {1});
   return s;
 }
 
@@ -111,7 +118,8 @@ TEST(GenerateCodecTest, ErrorTexts) {
   EXPECT_NE(Err("{").find("failed to parse the request JSON"), std::string::npos);
   EXPECT_EQ(Err("[1]"), "the request JSON must be an object");
   ModelSpec with_params = Spec();
-  with_params.inputs.push_back({"parameters", DataType::kBytes, {-1}});
+  with_params.inputs.push_back(with_params.inputs[0]);
+  with_params.inputs.back().name = "parameters";
   EXPECT_EQ(Err(R"({"parameters":{}})", with_params),
             "Keyword 'parameters' for nested schema also given as input tensor name");
   EXPECT_NE(Err(R"({"N":[1,2.5]})").find("input 'N'"), std::string::npos);
