@@ -16,7 +16,7 @@ namespace inferd_python {
 using inferd_backend::Fail;
 
 std::unique_ptr<Region> Region::Create(uint64_t id, size_t data_size) {
-  size_t size = 64 * 1024;
+  size_t size = size_t{64} * 1024;
   while (size < data_size + kRegionHeader) size <<= 1;
   const int fd = memfd_create("inferd-python", MFD_CLOEXEC);
   if (fd < 0)

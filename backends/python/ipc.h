@@ -28,7 +28,7 @@ namespace inferd_python {
 
 constexpr size_t kRegionHeader = 64;
 // Control messages above this size travel in a memfd (see Channel::Send).
-constexpr size_t kBigMessage = 64 * 1024;
+constexpr size_t kBigMessage = size_t{64} * 1024;
 
 class Region {
  public:

@@ -44,8 +44,9 @@ PythonModel::PythonModel(const InferdModelInfo& info) : info_(info) {
            "Incorrect value for FORCE_CPU_ONLY_INPUT_TENSORS: " + s + "'");
     }
   }
+  constexpr int64_t kYearSeconds = int64_t{86400} * 365;
   execute_timeout_ms_ =
-      inferd_backend::IntParameter(info, "execute_timeout_seconds", 0, 0, 86400 * 365) * 1000;
+      inferd_backend::IntParameter(info, "execute_timeout_seconds", 0, 0, kYearSeconds) * 1000;
   const std::string file = (info.default_model_filename && *info.default_model_filename)
                                ? info.default_model_filename
                                : "model.py";

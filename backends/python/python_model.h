@@ -109,6 +109,27 @@ class PythonInstance {
   void AnswerWithParameters(InferdRequest* r, const rapidjson::Value& entry);
   std::string BuildExec(InferdRequest* const* requests, uint32_t n, uint64_t first_key,
                         std::vector<int>& fds);
+  // Fails UNAVAILABLE once the stub is dead.
+  void CheckAlive();
+  // Fails a batch larger than the model's max_batch_size.
+  void CheckBatchSize(InferdRequest* const* requests, uint32_t n);
+  // Grows (replaces) the "E" region to `size`; returns the id of the one
+  // replaced, for the stub to unmap.
+  std::optional<uint64_t> EnsureExecRegion(uint64_t size);
+  // Adds the batch to pending_ (with a response factory when decoupled) and
+  // takes over reading the channel.
+  void RegisterBatch(InferdRequest* const* requests, uint32_t n, uint64_t first_key);
+  void SendExec(const std::string& message, const std::vector<int>& fds);
+  // ExecWait; on error, fails the requests answered through a factory too.
+  Message WaitExecDone(uint64_t first_key, uint32_t n);
+  // The stub's execute raised: every request of the batch gets the error.
+  void FailBatch(InferdRequest* const* requests, uint32_t n, uint64_t first_key,
+                 const rapidjson::Value& error);
+  // Answers one request from its "resps" entry (unless a factory took it over).
+  void AnswerEntry(InferdRequest* request, uint64_t key, const rapidjson::Value& entry);
+  // On Execute's way out: drops the batch's pending_ entries no response
+  // sender still needs (failing the ones a dead stub never will answer).
+  void SettleBatch(uint64_t first_key, uint32_t n);
 
   PythonModel& model_;
   std::string name_;

@@ -102,6 +102,7 @@ StubProcess ForkExec(const std::string& mode) {
   const std::string parent = std::to_string(getpid());
   std::vector<std::string> args = {python, "-u", script, "3", parent, mode};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::vector<std::string> env_store;
@@ -109,6 +110,7 @@ StubProcess ForkExec(const std::string& mode) {
     if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0) env_store.emplace_back(*e);
   }
   std::vector<char*> envp;
+  envp.reserve(env_store.size() + 1);
   for (auto& e : env_store) envp.push_back(e.data());
   envp.push_back(nullptr);
   const pid_t ppid = getpid();

@@ -36,7 +36,7 @@ namespace inferd {
 class ModelHealth {
  public:
   // The first reason stays; later ones are ignored.
-  void MarkUnavailable(std::string reason) {
+  void MarkUnavailable(const std::string& reason) {
     std::lock_guard<std::mutex> lock(mu_);
     if (failed_.load(std::memory_order_relaxed)) return;
     reason_ = reason.empty() ? "the backend marked the model unavailable" : reason;

@@ -8,6 +8,40 @@
 #include "scheduler/sequence_scheduler.h"
 
 namespace inferd {
+namespace {
+
+// One backend instance per instance group entry, count and device, named
+// <group>_<n> in creation order.
+StatusOr<std::vector<std::unique_ptr<BackendInstance>>> CreateInstances(
+    const inference::ModelConfig& config, BackendModel& model) {
+  std::vector<std::unique_ptr<BackendInstance>> instances;
+  for (const auto& group : config.instance_group()) {
+    const bool gpu = group.kind() == inference::ModelInstanceGroup::KIND_GPU;
+    std::vector<int> devices;
+    if (gpu) {
+      devices.assign(group.gpus().begin(), group.gpus().end());
+    } else {
+      devices.push_back(0);
+    }
+    for (int device : devices) {
+      for (int i = 0; i < group.count(); ++i) {
+        InstanceInfo info;
+        info.name = group.name() + "_" + std::to_string(instances.size());
+        info.kind =
+            gpu ? InstanceKind::kGpu
+                : (group.kind() == inference::ModelInstanceGroup::KIND_MODEL ? InstanceKind::kModel
+                                                                             : InstanceKind::kCpu);
+        info.device_id = device;
+        auto inst = model.CreateInstance(info);
+        if (!inst.ok()) return inst.status().WithPrefix("instance '" + info.name + "'");
+        instances.push_back(std::move(*inst));
+      }
+    }
+  }
+  return instances;
+}
+
+}  // namespace
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
     const inference::ModelConfig& config, const std::string& model_dir, int64_t version,
@@ -59,36 +93,14 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
   if (!model.ok()) return model.status();
   mv->backend_model_ = std::move(*model);
 
-  std::vector<std::unique_ptr<BackendInstance>> instances;
-  for (const auto& group : config.instance_group()) {
-    const bool gpu = group.kind() == inference::ModelInstanceGroup::KIND_GPU;
-    std::vector<int> devices;
-    if (gpu) {
-      devices.assign(group.gpus().begin(), group.gpus().end());
-    } else {
-      devices.push_back(0);
-    }
-    for (int device : devices) {
-      for (int i = 0; i < group.count(); ++i) {
-        InstanceInfo info;
-        info.name = group.name() + "_" + std::to_string(instances.size());
-        info.kind =
-            gpu ? InstanceKind::kGpu
-                : (group.kind() == inference::ModelInstanceGroup::KIND_MODEL ? InstanceKind::kModel
-                                                                             : InstanceKind::kCpu);
-        info.device_id = device;
-        auto inst = mv->backend_model_->CreateInstance(info);
-        if (!inst.ok()) return inst.status().WithPrefix("instance '" + info.name + "'");
-        instances.push_back(std::move(*inst));
-      }
-    }
-  }
+  auto instances = CreateInstances(config, *mv->backend_model_);
+  if (!instances.ok()) return instances.status();
   ModelIdentity identity{mv->spec_.name, version, &mv->spec_};
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
-    mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(instances),
+    mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
                                                          &mv->stats_, clock);
   } else {
-    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(instances),
+    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(*instances),
                                                              &mv->stats_, clock);
   }
   mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();

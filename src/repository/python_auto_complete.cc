@@ -53,6 +53,7 @@ StatusOr<std::string> RunStub(const std::string& script, const std::string& requ
   const std::string parent = std::to_string(getpid());
   std::vector<std::string> args = {python, script, "3", parent, "autocomplete"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = -1;

@@ -159,8 +159,9 @@ class StreamInferReactor final
       if (done_) return;
       done_ = true;
       if (!slot_->decoupled) {
+        const bool rejected = Rejected(status);  // before status is moved
         return stream_->Complete(slot_, status.ok() ? NoResponseError() : std::move(status),
-                                 nullptr, Rejected(status));
+                                 nullptr, rejected);
       }
       const bool rejected = Rejected(status);
       stream_->Emit(slot_, std::move(status), nullptr, true, rejected);

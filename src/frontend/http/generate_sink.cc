@@ -46,7 +46,7 @@ void GenerateStreamSink::Start(int status) {
   stream_ = StartStream(responder_, std::move(head));
 }
 
-void GenerateStreamSink::Event(std::string json) { stream_->Write(SseEvent(json)); }
+void GenerateStreamSink::Event(const std::string& json) { stream_->Write(SseEvent(json)); }
 
 void GenerateStreamSink::End() {
   done_ = true;

@@ -70,7 +70,7 @@ class GenerateStreamSink final : public InferResponseSink {
 
  private:
   void Start(int status);
-  void Event(std::string json);
+  void Event(const std::string& json);
   void End();
 
   const std::shared_ptr<HttpResponder> responder_;

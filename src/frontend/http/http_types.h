@@ -64,6 +64,8 @@ class HttpResponder {
   // status, content type and headers (its body, if any, is the first
   // part). nullptr: this responder cannot stream (StartStream below then
   // buffers). Called at most once, and instead of Send.
+  // By value: an implementation takes the head over.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   virtual std::unique_ptr<HttpStream> OpenStream(HttpResponse /*head*/) { return nullptr; }
 };
 
