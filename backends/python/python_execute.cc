@@ -413,19 +413,11 @@ void PythonInstance::AnswerRequest(InferdRequest* r, const rapidjson::Value& ent
     const rapidjson::Value& outs;
     ~Release() { self->ReleaseStubRegions(outs); }
   } release{this, outs};
-  for (const auto& o : outs.GetArray()) {
-    std::vector<int64_t> shape;
-    for (const auto& d : o[2].GetArray()) shape.push_back(d.GetInt64());
-    const uint8_t* src = EntryData(o);
-    const uint64_t size = o[6].GetUint64();
-    InferdMemoryType mt = INFERD_MEMORY_CPU;
-    int64_t dev = 0;
-    void* buffer = nullptr;
-    inferd_backend::ThrowIfError(
-        h.request_output_alloc(r, o[0].GetString(), o[1].GetInt(), shape.data(),
-                               static_cast<uint32_t>(shape.size()), size, &mt, &dev, &buffer));
-    if (size > 0) std::memcpy(buffer, src, size);
-  }
+  CopyOutputs(outs,
+              [&h, r](const char* name, InferdDataType type, const int64_t* shape, uint32_t dims,
+                      uint64_t size, InferdMemoryType* mt, int64_t* dev, void** buffer) {
+                return h.request_output_alloc(r, name, type, shape, dims, size, mt, dev, buffer);
+              });
 }
 
 }  // namespace inferd_python

@@ -22,6 +22,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -105,6 +106,13 @@ class PythonInstance {
   const uint8_t* EntryData(const rapidjson::Value& e);
   void ReleaseStubRegions(const rapidjson::Value& entries);
   void FillResponse(InferdResponse* response, const rapidjson::Value& entry);
+  // Allocates each stub output of `outs` through `alloc` (request_output_alloc
+  // or response_output_alloc, bound to their request or response) and copies
+  // its bytes out of the stub's region.
+  using OutputAlloc = std::function<InferdError*(
+      const char* name, InferdDataType datatype, const int64_t* shape, uint32_t dims_count,
+      uint64_t byte_size, InferdMemoryType* memory_type, int64_t* device_id, void** buffer)>;
+  void CopyOutputs(const rapidjson::Value& outs, const OutputAlloc& alloc);
   void AnswerRequest(InferdRequest* r, const rapidjson::Value& entry);
   void AnswerWithParameters(InferdRequest* r, const rapidjson::Value& entry);
   std::string BuildExec(InferdRequest* const* requests, uint32_t n, uint64_t first_key,

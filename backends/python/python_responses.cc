@@ -25,9 +25,8 @@ void PythonInstance::FailPending(Pending& p, InferdErrorCode code, const std::st
   p.factory = nullptr;
 }
 
-void PythonInstance::FillResponse(InferdResponse* response, const rapidjson::Value& entry) {
-  const InferdHostApi& h = Host();
-  for (const auto& o : entry["o"].GetArray()) {
+void PythonInstance::CopyOutputs(const rapidjson::Value& outs, const OutputAlloc& alloc) {
+  for (const auto& o : outs.GetArray()) {
     std::vector<int64_t> shape;
     for (const auto& d : o[2].GetArray()) shape.push_back(d.GetInt64());
     const uint8_t* src = EntryData(o);
@@ -35,11 +34,20 @@ void PythonInstance::FillResponse(InferdResponse* response, const rapidjson::Val
     InferdMemoryType mt = INFERD_MEMORY_CPU;
     int64_t dev = 0;
     void* buffer = nullptr;
-    inferd_backend::ThrowIfError(
-        h.response_output_alloc(response, o[0].GetString(), o[1].GetInt(), shape.data(),
-                                static_cast<uint32_t>(shape.size()), size, &mt, &dev, &buffer));
+    inferd_backend::ThrowIfError(alloc(o[0].GetString(), o[1].GetInt(), shape.data(),
+                                       static_cast<uint32_t>(shape.size()), size, &mt, &dev,
+                                       &buffer));
     if (size > 0) std::memcpy(buffer, src, size);
   }
+}
+
+void PythonInstance::FillResponse(InferdResponse* response, const rapidjson::Value& entry) {
+  const InferdHostApi& h = Host();
+  CopyOutputs(entry["o"], [&h, response](const char* name, InferdDataType type,
+                                         const int64_t* shape, uint32_t dims, uint64_t size,
+                                         InferdMemoryType* mt, int64_t* dev, void** buffer) {
+    return h.response_output_alloc(response, name, type, shape, dims, size, mt, dev, buffer);
+  });
   if (entry.HasMember("p") && entry["p"].IsObject() && h.response_set_parameter != nullptr) {
     for (const auto& m : entry["p"].GetObject()) {
       const char* key = m.name.GetString();

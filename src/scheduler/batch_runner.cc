@@ -8,12 +8,6 @@
 namespace inferd {
 namespace {
 
-uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
-  return b > a ? static_cast<uint64_t>(
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
-               : 0;
-}
-
 // Hands a request's answer to a BatchResponseStream when its backend takes
 // it over (decoupled models, answers sent from other threads).
 class BatchTakeover final : public ResponseTakeover {
@@ -42,7 +36,7 @@ class BatchTakeover final : public ResponseTakeover {
 
 void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason reason,
                  const Status& status) {
-  if (ctx.stats) ctx.stats->RecordFailure(reason, Ns(pending.arrival, ctx.clock->Now()));
+  if (ctx.stats) ctx.stats->RecordFailure(reason, ElapsedNs(pending.arrival, ctx.clock->Now()));
   pending.sink->Finish(status);
 }
 
@@ -85,8 +79,8 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   }
   const auto output_end = clock.Now();
   if (ctx.stats) {
-    ctx.stats->RecordExecution(rows, Ns(start, infer_start), Ns(infer_start, infer_end),
-                               Ns(infer_end, output_end));
+    ctx.stats->RecordExecution(rows, ElapsedNs(start, infer_start),
+                               ElapsedNs(infer_start, infer_end), ElapsedNs(infer_end, output_end));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     if (items[i].taken) {
@@ -99,9 +93,9 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
     auto& pending = *batch[i];
     const Status& status = items[i].status;
     if (ctx.stats) {
-      const uint64_t total = Ns(pending.arrival, output_end);
+      const uint64_t total = ElapsedNs(pending.arrival, output_end);
       if (status.ok()) {
-        ctx.stats->RecordSuccess(total, Ns(pending.arrival, start));
+        ctx.stats->RecordSuccess(total, ElapsedNs(pending.arrival, start));
       } else {
         ctx.stats->RecordFailure(FailReason::kBackend, total);
       }

@@ -7,9 +7,19 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 
 namespace inferd {
+
+// Nanoseconds from `a` to `b`; 0 when `b` is not after `a` (statistics
+// never go negative when a fake clock stands still).
+inline uint64_t ElapsedNs(std::chrono::steady_clock::time_point a,
+                          std::chrono::steady_clock::time_point b) {
+  return b > a ? static_cast<uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
+               : 0;
+}
 
 class Clock {
  public:

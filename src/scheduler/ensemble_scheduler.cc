@@ -9,15 +9,7 @@
 
 namespace inferd {
 
-namespace {
-
-uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
-  return b > a ? static_cast<uint64_t>(
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
-               : 0;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct EnsembleScheduler::Tracker {
   Mutex mu;
@@ -264,10 +256,10 @@ void EnsembleScheduler::Complete(const std::shared_ptr<Run>& run, Status status)
     if (status.ok()) {
       const uint64_t rows =
           static_cast<uint64_t>(std::max<int64_t>(1, pending->request->batch_size));
-      ctx_.stats->RecordExecution(rows, 0, Ns(pending->arrival, now), 0);
-      ctx_.stats->RecordSuccess(Ns(pending->arrival, now), 0);
+      ctx_.stats->RecordExecution(rows, 0, ElapsedNs(pending->arrival, now), 0);
+      ctx_.stats->RecordSuccess(ElapsedNs(pending->arrival, now), 0);
     } else {
-      ctx_.stats->RecordFailure(FailReason::kOther, Ns(pending->arrival, now));
+      ctx_.stats->RecordFailure(FailReason::kOther, ElapsedNs(pending->arrival, now));
     }
   }
   if (status.ok()) {

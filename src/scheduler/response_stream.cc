@@ -5,15 +5,7 @@
 #include "core/classification.h"
 
 namespace inferd {
-namespace {
-
-uint64_t Ns(Clock::TimePoint a, Clock::TimePoint b) {
-  return b > a ? static_cast<uint64_t>(
-                     std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count())
-               : 0;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 Status SelectRequestedOutputs(const InferRequest& request, InferResponse& response, bool strict) {
   if (request.outputs.empty()) return Status::Ok();
@@ -38,7 +30,7 @@ BatchResponseStream::BatchResponseStream(const BatchContext& ctx,
       stats_(ctx.stats),
       clock_(ctx.clock),
       decoupled_(ctx.model.spec != nullptr && ctx.model.spec->decoupled),
-      queue_ns_(Ns(pending->arrival, exec_start)),
+      queue_ns_(ElapsedNs(pending->arrival, exec_start)),
       pending_(std::move(pending)) {}
 
 BatchResponseStream::~BatchResponseStream() {
@@ -62,7 +54,7 @@ void BatchResponseStream::FinishLocked(Status status) {
   final_sent_ = true;
   held_.reset();
   if (stats_ != nullptr) {
-    const uint64_t total = Ns(pending_->arrival, clock_->Now());
+    const uint64_t total = ElapsedNs(pending_->arrival, clock_->Now());
     if (status.ok()) {
       stats_->RecordSuccess(total, queue_ns_);
     } else {
@@ -75,7 +67,7 @@ void BatchResponseStream::FinishLocked(Status status) {
 void BatchResponseStream::SendFinalLocked(std::unique_ptr<InferResponse> response) {
   final_sent_ = true;
   if (stats_ != nullptr) {
-    stats_->RecordSuccess(Ns(pending_->arrival, clock_->Now()), queue_ns_);
+    stats_->RecordSuccess(ElapsedNs(pending_->arrival, clock_->Now()), queue_ns_);
   }
   pending_->sink->Send(std::move(response), /*final=*/true);
 }
