@@ -320,8 +320,14 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
     }
     INFERD_VLOG(1) << "loading model '" << EscapeControl(plan.name) << "' version " << v << " from "
                    << EscapeControl(*directory);
-    auto loaded = ModelVersion::Load(config, *directory, v, *options_.registry, options_.clock,
-                                     options_.histograms, options_.ensemble_infer);
+    VersionServices services;
+    services.registry = options_.registry;
+    services.clock = options_.clock;
+    services.histograms = options_.histograms;
+    services.ensemble_infer = options_.ensemble_infer;
+    services.response_cache = options_.response_cache;
+    services.rate_limiter = options_.rate_limiter;
+    auto loaded = ModelVersion::Load(config, *directory, v, services);
     if (loaded.ok()) {
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
                      << " is READY (loaded in " << (*loaded)->load_seconds() << " s)";

@@ -33,6 +33,7 @@
 #include "repository/model_state.h"
 #include "repository/model_version.h"
 #include "repository/repository_source.h"
+#include "repository/version_services.h"
 #include "scheduler/clock.h"
 
 namespace inferd {
@@ -58,6 +59,10 @@ struct ModelManagerOptions {
   // Python models' auto_complete_config (python_auto_complete.h); false:
   // --disable-auto-complete-config.
   bool auto_complete_config = true;
+  // Server-wide services handed to every version (version_services.h);
+  // null when off.
+  std::shared_ptr<ResponseCache> response_cache;
+  std::shared_ptr<RateLimiter> rate_limiter;
 };
 
 struct ModelIndexEntry {

@@ -43,14 +43,16 @@ StatusOr<std::vector<std::unique_ptr<BackendInstance>>> CreateInstances(
 
 }  // namespace
 
-StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
-    const inference::ModelConfig& config, const std::string& model_dir, int64_t version,
-    const BackendRegistry& registry, Clock* clock, const StatsHistogramOptions& histograms,
-    const InferFunction& ensemble_infer) {
+StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
+                                                           const std::string& model_dir,
+                                                           int64_t version,
+                                                           const VersionServices& services) {
+  Clock* clock = services.clock;
+  const InferFunction& ensemble_infer = services.ensemble_infer;
   const auto load_start = clock->Now();
   std::shared_ptr<ModelVersion> mv(new ModelVersion());
   mv->spec_ = SpecFromConfig(config);
-  mv->stats_.ConfigureHistograms(histograms, config.max_batch_size());
+  mv->stats_.ConfigureHistograms(services.histograms, config.max_batch_size());
   mv->version_ = version;
   mv->config_json_ = ModelConfigToJson(config);
   for (const auto& f : FindUnsupportedConfig(config)) {
@@ -70,7 +72,8 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(
     mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();
     return mv;
   }
-  auto backend = registry.Find(mv->spec_);
+  if (services.registry == nullptr) return Internal("no backends in this context");
+  auto backend = services.registry->Find(mv->spec_);
   if (!backend.ok()) return backend.status();
   mv->backend_ = *backend;
 

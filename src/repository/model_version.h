@@ -13,6 +13,7 @@
 
 #include "backend/backend_registry.h"
 #include "core/model_spec.h"
+#include "repository/version_services.h"
 #include "scheduler/clock.h"
 #include "scheduler/ensemble_scheduler.h"
 #include "scheduler/model_stats.h"
@@ -28,13 +29,11 @@ class ModelVersion {
  public:
   // Loads version `version` of the model in `model_dir` from a normalised
   // config: finds the backend, loads the model, creates every instance of
-  // its instance groups and starts the scheduler. `histograms` configures
-  // the statistics' histograms (metrics).
-  static StatusOr<std::shared_ptr<ModelVersion>> Load(
-      const inference::ModelConfig& config, const std::string& model_dir, int64_t version,
-      const BackendRegistry& registry, Clock* clock = RealClock::Get(),
-      const StatsHistogramOptions& histograms = StatsHistogramOptions(),
-      const InferFunction& ensemble_infer = {});
+  // its instance groups and starts the scheduler, with the server's
+  // `services` (clock, statistics' histograms, cache, rate limiter...).
+  static StatusOr<std::shared_ptr<ModelVersion>> Load(const inference::ModelConfig& config,
+                                                      const std::string& model_dir, int64_t version,
+                                                      const VersionServices& services);
   ~ModelVersion();
 
   const ModelSpec& spec() const { return spec_; }
