@@ -5,6 +5,7 @@
 
 #include "metrics/model_metrics.h"
 #include "metrics/repository_metrics.h"
+#include "metrics/residency_metrics.h"
 
 namespace inferd::metrics {
 namespace {
@@ -93,6 +94,9 @@ std::string MetricsService::Render() const {
   if (auto stats = server_.GetStatistics("", -1); stats.ok()) versions = std::move(*stats);
   std::vector<MetricFamily> families = ModelFamilies(versions, server_.ModelLoadFailures());
   for (auto& f : RepositoryFamilies(server_.RepositoryFetches())) families.push_back(std::move(f));
+  if (auto residency = server_.Residency()) {
+    for (auto& f : ResidencyFamilies(*residency)) families.push_back(std::move(f));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& f : SystemFamilies(system_)) families.push_back(std::move(f));

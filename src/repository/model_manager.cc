@@ -187,7 +187,15 @@ StatusOr<SourceModels> ModelManager::Observe(const LifecycleRequest& request) {
 Status ModelManager::Execute(const LifecycleRequest& request, const SourceModels& source,
                              const LoadInput& input) {
   Status first;
-  for (const ModelPlan& plan : PlanModels(request, source, Snapshot())) {
+  const LoadedModels snapshot = Snapshot();
+  for (const ModelPlan& plan : PlanModels(request, source, snapshot)) {
+    if (options_.residency && request.kind == LifecycleRequest::Kind::kPoll &&
+        plan.action == ModelAction::kLoad) {
+      // With a memory budget, a poll pass reloads changed models that serve;
+      // the others load when a request asks for them.
+      auto record = snapshot.find(plan.name);
+      if (record == snapshot.end() || !IsServing(record->second)) continue;
+    }
     Status s = Apply(plan, source, input);
     if (!s.ok() && first.ok()) first = s;
   }
@@ -259,6 +267,7 @@ void ModelManager::ApplyUnload(const ModelPlan& plan) {
     if (it == models_.end()) return;
     for (auto& [v, runtime] : it->second.runtimes) retired.push_back(std::move(runtime));
     it->second.runtimes.clear();
+    it->second.footprints.clear();
     MarkUnloaded(it->second.status);
     if (plan.action == ModelAction::kForget) models_.erase(it);
   }
@@ -295,16 +304,19 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
     return ApplyFailure(plan, prepared.plan.transient ? std::string() : fingerprint);
   }
   bool retry = false;
-  LoadResults results = LoadVersions(plan, prepared.config, input, retry);
+  Footprints footprints;
+  LoadResults results = LoadVersions(plan, prepared.config, input, retry, footprints);
+  MakeRoom(name, footprints);
   // No fingerprint is recorded for a load whose files could not be fetched
   // (a store that failed, an object deleted meanwhile): the next poll tries
   // again although nothing changed in the repository.
-  return Commit(plan, retry ? std::string() : fingerprint, std::move(results));
+  return Commit(plan, retry ? std::string() : fingerprint, std::move(results), footprints);
 }
 
 ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
                                                      const inference::ModelConfig& config,
-                                                     const LoadInput& input, bool& retry) {
+                                                     const LoadInput& input, bool& retry,
+                                                     Footprints& footprints) {
   LoadResults results;
   auto directory = input.source.Materialize(plan.name, plan.load);
   // A key that can never be a file stays failed until the model changes;
@@ -320,15 +332,10 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
     }
     INFERD_VLOG(1) << "loading model '" << EscapeControl(plan.name) << "' version " << v << " from "
                    << EscapeControl(*directory);
-    VersionServices services;
-    services.registry = options_.registry;
-    services.clock = options_.clock;
-    services.histograms = options_.histograms;
-    services.ensemble_infer = options_.ensemble_infer;
-    services.response_cache = options_.response_cache;
-    services.rate_limiter = options_.rate_limiter;
-    auto loaded = ModelVersion::Load(config, *directory, v, services);
+    uint64_t footprint = 0;
+    auto loaded = LoadMeasured(config, *directory, v, footprint);
     if (loaded.ok()) {
+      if (options_.residency) footprints[v] = footprint;
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v
                      << " is READY (loaded in " << (*loaded)->load_seconds() << " s)";
       std::shared_ptr<const void> keep = input.files;
@@ -347,7 +354,7 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
 }
 
 Status ModelManager::Commit(const ModelPlan& plan, const std::string& fingerprint,
-                            LoadResults results) {
+                            LoadResults results, const Footprints& footprints) {
   Retired retired;
   std::string errors;
   {
@@ -365,6 +372,9 @@ Status ModelManager::Commit(const ModelPlan& plan, const std::string& fingerprin
       auto& slot = rec.runtimes[entry.first];
       if (slot) retired.push_back(std::move(slot));
       slot = std::move(*result);
+      if (auto f = footprints.find(entry.first); f != footprints.end()) {
+        rec.footprints[entry.first] = f->second;
+      }
     }
     for (int64_t v : plan.retire) {
       auto it = rec.runtimes.find(v);
@@ -373,6 +383,7 @@ Status ModelManager::Commit(const ModelPlan& plan, const std::string& fingerprin
                      << " is no longer wanted: unloaded";
       retired.push_back(std::move(it->second));
       rec.runtimes.erase(it);
+      rec.footprints.erase(v);
     }
   }
   Retire(std::move(retired));
@@ -490,7 +501,11 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
       if (auto rt = rec.runtimes.find(v); reason.empty() && rt != rec.runtimes.end()) {
         reason = rt->second->config_warnings();
       }
-      out.push_back(ModelIndexEntry{name, v, vs.state, std::move(reason)});
+      ModelIndexEntry entry{name, v, vs.state, std::move(reason)};
+      if (auto f = rec.footprints.find(v); Serves(vs.state) && f != rec.footprints.end()) {
+        entry.memory_bytes = f->second;
+      }
+      out.push_back(std::move(entry));
     }
   }
   std::stable_sort(out.begin(), out.end(),
@@ -503,7 +518,10 @@ bool ModelManager::AllReady() const {
   for (const auto& [name, rec] : models_) {
     if (!rec.status.failure.empty()) return false;
     for (const auto& [v, vs] : Observed(rec).versions) {
-      if (!Serves(vs.state) && vs.reason != "unloaded") return false;
+      // Unloaded and evicted (--model-memory-budget) versions left on purpose.
+      if (!Serves(vs.state) && vs.reason != "unloaded" && vs.reason.rfind("evicted:", 0) != 0) {
+        return false;
+      }
     }
   }
   return true;

@@ -63,6 +63,18 @@ struct ModelManagerOptions {
   // null when off.
   std::shared_ptr<ResponseCache> response_cache;
   std::shared_ptr<RateLimiter> rate_limiter;
+  // --model-memory-budget (server/model_residency.h): each version's
+  // footprint is measured at load (model_footprint.h), and poll passes
+  // load no model that does not serve now (added and evicted models stay
+  // cold until a request loads them); changed serving ones still reload.
+  bool residency = false;
+  // With residency: called with the load lock held once a model's versions
+  // have loaded and before they serve, with the bytes they measured, so
+  // that what serves never exceeds the budget. `evict` unloads a model at
+  // once (the same as Evict); the callee calls it for the idle models it
+  // picks, under its own lock, so that no request leases them meanwhile.
+  using Evictor = std::function<void(const std::string& name, const std::string& reason)>;
+  std::function<void(const std::string& name, uint64_t bytes, const Evictor& evict)> make_room;
 };
 
 struct ModelIndexEntry {
@@ -70,6 +82,9 @@ struct ModelIndexEntry {
   std::optional<int64_t> version;  // none: never loaded, or failed before versions were known
   ModelState state = ModelState::kUnknown;  // kUnknown: never loaded
   std::string reason;
+  // --model-memory-budget: the version's measured footprint, bytes (0:
+  // not measured, or not serving).
+  uint64_t memory_bytes = 0;
 };
 
 class ModelManager {
@@ -163,6 +178,15 @@ class ModelManager {
   // keeps its count.
   std::map<std::string, uint64_t> LoadFailureCounts() const;
 
+  // ---- residency (ModelManagerOptions::residency) ----
+  // The footprint of every model that serves, bytes: the sum over its
+  // serving versions of what each measured at load.
+  std::map<std::string, uint64_t> ResidentFootprints() const INFERD_EXCLUDES(mu_);
+  // Unloads the model at once (no unload delay) and marks its versions
+  // UNAVAILABLE with `reason` (e.g. "evicted: ..."). Its in-flight requests
+  // finish on the reaper; the caller makes sure there are none.
+  void Evict(const std::string& name, const std::string& reason) INFERD_EXCLUDES(load_mu_, mu_);
+
   // Stops every version (drains accepted requests). Called at shutdown.
   void StopAll();
 
@@ -173,6 +197,7 @@ class ModelManager {
   struct ModelRecord {
     LoadedModel status;                                         // what planning sees
     std::map<int64_t, std::shared_ptr<ModelVersion>> runtimes;  // the READY versions
+    std::map<int64_t, uint64_t> footprints;                     // residency: bytes per runtime
   };
   // What readers and planning see: a version whose backend marked it
   // unavailable at run time (ModelVersion::failed) is UNAVAILABLE with the
@@ -186,6 +211,7 @@ class ModelManager {
     std::vector<UnloadDone> waiters;
   };
   using LoadResults = std::map<int64_t, StatusOr<std::shared_ptr<ModelVersion>>>;
+  using Footprints = std::map<int64_t, uint64_t>;
 
   // Where a load reads models from: the repository, or a load call's files.
   struct LoadInput {
@@ -216,10 +242,14 @@ class ModelManager {
   // provide the files for a reason that may pass (the fingerprint is then
   // not recorded, so the next poll tries again).
   LoadResults LoadVersions(const ModelPlan& plan, const inference::ModelConfig& config,
-                           const LoadInput& input, bool& retry) INFERD_REQUIRES(load_mu_)
-      INFERD_EXCLUDES(mu_);
-  Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results)
+                           const LoadInput& input, bool& retry, Footprints& footprints)
       INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
+  // One version's load, measured when options_.residency (`footprint`).
+  StatusOr<std::shared_ptr<ModelVersion>> LoadMeasured(const inference::ModelConfig& config,
+                                                       const std::string& directory, int64_t v,
+                                                       uint64_t& footprint) const;
+  Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results,
+                const Footprints& footprints) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   // A plan's `delay`: the model goes UNLOADING, its unload due later.
   void ApplyUnloadLater(const ModelPlan& plan) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   // A plan's `cancel_unload`: READY again; the waiters hear ABORTED.
@@ -227,6 +257,11 @@ class ModelManager {
   // The delayer thread, and the unload it does when one is due.
   void DelayLoop() INFERD_EXCLUDES(load_mu_, mu_);
   void UnloadDue(const std::string& name) INFERD_EXCLUDES(load_mu_, mu_);
+  // Before a commit: options_.make_room for the bytes just loaded.
+  void MakeRoom(const std::string& name, const Footprints& footprints) INFERD_REQUIRES(load_mu_)
+      INFERD_EXCLUDES(mu_);
+  void EvictHeld(const std::string& name, const std::string& reason) INFERD_REQUIRES(load_mu_)
+      INFERD_EXCLUDES(mu_);
   void Retire(Retired runtimes) INFERD_EXCLUDES(reaper_mu_);
   void ReaperLoop() INFERD_EXCLUDES(reaper_mu_);
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "metrics/model_metrics.h"
+#include "repository/residency_policy.h"
 
 namespace inferd {
 namespace {
@@ -122,6 +123,24 @@ Setter LatencyBuckets(std::vector<double>& target) {
   };
 }
 
+// --model-memory-budget: bytes with an optional K/M/G/T suffix.
+Setter ByteSize(uint64_t& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    auto n = ParseByteSize(f, v);
+    if (!n.ok()) return n.status();
+    target = *n;
+    return Status::Ok();
+  };
+}
+
+// --model-residency: the one policy there is.
+Setter ResidencyPolicy() {
+  return [](const std::string& f, const std::string& v) {
+    if (strcasecmp(v.c_str(), "lru") == 0) return Status::Ok();
+    return InvalidArgument("--" + f + " must be lru, got '" + v + "'");
+  };
+}
+
 Setter Restricted(RestrictedApis& target) {
   return [&target](const std::string& f, const std::string& v) { return target.Add(f, v); };
 }
@@ -137,6 +156,10 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"load-model", Append(s.startup_models)},
       {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
       {"model-unload-delay-secs", Integer(s.model_unload_delay_secs, 0, 86400)},
+      {"model-memory-budget", ByteSize(s.model_memory_budget)},
+      {"model-residency", ResidencyPolicy()},
+      {"model-pin", Append(s.model_pins)},
+      {"model-residency-evict-explicit", Boolean(s.model_residency_evict_explicit)},
       {"repository-follow-external-symlinks", Boolean(s.follow_external_symlinks)},
       {"disable-auto-complete-config", Boolean(s.disable_auto_complete_config)},
       {"strict-readiness", Boolean(s.strict_readiness)},
@@ -250,6 +273,11 @@ Status CheckAndDerive(CommandLine& cl) {
   if (cl.http.tls.mutual) cl.http.tls.enabled = true;
   if (cl.grpc.tls.mutual) cl.grpc.tls.enabled = true;
   if (cl.server.control_mode != ModelControlMode::kPoll) cl.server.repository_poll_secs = 0;
+  if (cl.server.model_memory_budget == 0 &&
+      (!cl.server.model_pins.empty() || cl.server.model_residency_evict_explicit)) {
+    return InvalidArgument(
+        "--model-pin and --model-residency-evict-explicit need --model-memory-budget");
+  }
   if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
   return Status::Ok();
 }
@@ -270,6 +298,15 @@ Model repository
   --model-unload-delay-secs=<s>  a model to unload (unload API, removed from a polled
                                  repository) is UNLOADING, not ready but still serving, this
                                  long before it is unloaded (default 0: at once)
+  --model-memory-budget=<bytes>  serve more models than fit: models load when a request
+                                 asks for them and the least recently used idle ones are
+                                 unloaded to stay within this many bytes (suffix K, M, G, T;
+                                 default: off, every model loads at start; docs/residency.md)
+  --model-residency=lru          the eviction policy under a budget (the only one)
+  --model-pin=<name>             never evict this model; loaded at start (repeatable)
+  --model-residency-evict-explicit=<bool>
+                                 models loaded through the load API may be evicted too
+                                 (default false)
   --repository-follow-external-symlinks=<bool>
                                  follow symbolic links (model and version directories, files)
                                  whose target lies outside every model repository (default

@@ -39,7 +39,27 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
     Infer(std::move(r), std::move(sink));
   };
   mo.histograms = options_.histograms;
+  mo.residency = options_.model_memory_budget > 0;
+  mo.make_room = [this](const std::string& name, uint64_t bytes,
+                        const ModelManagerOptions::Evictor& evict) {
+    if (residency_) residency_->MakeRoomForLoaded(name, bytes, evict);
+  };
   manager_ = std::make_unique<ModelManager>(std::move(mo));
+  if (options_.model_memory_budget > 0) {
+    ResidencyOptions ro_res;
+    ro_res.budget_bytes = options_.model_memory_budget;
+    ro_res.pins.insert(options_.model_pins.begin(), options_.model_pins.end());
+    ro_res.evict_explicit = options_.model_residency_evict_explicit;
+    residency_ = std::make_unique<ModelResidency>(
+        std::move(ro_res), *manager_,
+        [this](const std::shared_ptr<ModelVersion>& mv, std::unique_ptr<InferRequest> r,
+               std::unique_ptr<InferResponseSink> sink) {
+          Serve(mv, std::move(r), std::move(sink));
+        },
+        [this](std::unique_ptr<InferRequest> r, std::unique_ptr<InferResponseSink> sink) {
+          residency_->Infer(std::move(r), std::move(sink));
+        });
+  }
   SetInferenceCaller(&caller_);
 }
 
@@ -80,7 +100,13 @@ Status InferenceServer::Start() {
         options_.control_mode != ModelControlMode::kExplicit || !options_.startup_models.empty();
     if (!poll && startup_loads) retry_ = std::thread([this] { RetryStartup(); });
   } else {
-    Status s = manager_->LoadStartupModels();
+    // With a budget, only pinned (and explicit mode's --load-model) models
+    // load at start; the others when a request asks for them.
+    Status s = residency_
+                   ? residency_->LoadStartup(options_.control_mode == ModelControlMode::kExplicit
+                                                 ? options_.startup_models
+                                                 : std::vector<std::string>{})
+                   : manager_->LoadStartupModels();
     if (!s.ok() && options_.exit_on_error) return s;
   }
   if (poll) {
@@ -144,6 +170,7 @@ void InferenceServer::Stop() {
   }
   retry_cv_.NotifyAll();
   if (retry_.joinable()) retry_.join();
+  if (residency_) residency_->Stop();         // waiting requests answered; no more on-demand loads
   if (manager_) manager_->EndUnloadDelays();  // the unload calls waiting are answered soon
   control_.Stop();                            // no load runs while the models stop
   if (poller_) poller_->Stop();
@@ -162,7 +189,12 @@ bool InferenceServer::IsReady() const {
 
 Status InferenceServer::CheckModel(const std::string& name, int64_t version) const {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
-  return manager_->Get(name, version).status();
+  Status s = manager_->Get(name, version).status();
+  // With a budget, a model of the repository that does not serve now is
+  // loaded by its inference (ModelResidency::Infer answers the rest).
+  if (s.ok() || !residency_) return s;
+  if (!manager_->ServingVersions(name).empty()) return manager_->Get(name, version).status();
+  return residency_->Loadable(name) ? Status::Ok() : s;
 }
 
 bool InferenceServer::IsDecoupled(const std::string& name, int64_t version) const {
@@ -268,7 +300,9 @@ Status InferenceServer::LoadModel(const std::string& name,
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return Unavailable("explicit model load / unload is not allowed if polling is enabled");
   }
+  if (residency_) residency_->BeforeExplicitLoad(name);
   Status s = manager_->Load(name, config_json, files);
+  if (s.ok() && residency_) s = residency_->AfterExplicitLoad(name);
   if (s.ok()) return s;
   return Status(s.code(), RedactPaths(s.message(), ServerPaths()));
 }
@@ -278,6 +312,7 @@ void InferenceServer::UnloadModel(const std::string& name, std::function<void(St
   if (manager_->mode() != ModelControlMode::kExplicit) {
     return done(Unavailable("explicit model load / unload is not allowed if polling is enabled"));
   }
+  if (residency_) residency_->AfterExplicitUnload(name);
   manager_->Unload(name, std::move(done));
 }
 
@@ -289,14 +324,21 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request,
   if (Status name = ControlPlane::CheckModelName(request->model_name); !name.ok()) {
     return sink->Finish(std::move(name));
   }
+  if (residency_) return residency_->Infer(std::move(request), inflight_.Track(std::move(sink)));
   auto mv = manager_->Get(request->model_name, request->model_version);
   if (!mv.ok()) return sink->Finish(mv.status());
-  if (request->decoupled_refusal != nullptr && (*mv)->spec().decoupled) {
+  Serve(*mv, std::move(request), inflight_.Track(std::move(sink)));
+}
+
+void InferenceServer::Serve(const std::shared_ptr<ModelVersion>& version,
+                            std::unique_ptr<InferRequest> request,
+                            std::unique_ptr<InferResponseSink> sink) {
+  if (request->decoupled_refusal != nullptr && version->spec().decoupled) {
     return sink->Finish(Unimplemented(request->decoupled_refusal));
   }
-  Status valid = ValidateRequest((*mv)->spec(), *request, options_.request_limits);
+  Status valid = ValidateRequest(version->spec(), *request, options_.request_limits);
   if (!valid.ok()) return sink->Finish(std::move(valid));
-  (*mv)->Enqueue(std::move(request), inflight_.Track(std::move(sink)));
+  version->Enqueue(std::move(request), std::move(sink));
 }
 
 }  // namespace inferd

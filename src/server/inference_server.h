@@ -32,6 +32,7 @@
 #include "repository/repository_poller.h"
 #include "server/control_plane.h"
 #include "server/inflight_tracker.h"
+#include "server/model_residency.h"
 #include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
 
@@ -71,6 +72,12 @@ struct ServerOptions {
   bool allow_client_shm = false;     // clients may register shared-memory regions
   std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
   RequestLimits request_limits;      // model-independent bounds on every inference request
+  // Model residency (server/model_residency.h, docs/residency.md):
+  // --model-memory-budget in bytes (0: off, every model as today),
+  // --model-pin (repeatable), --model-residency-evict-explicit.
+  uint64_t model_memory_budget = 0;
+  std::vector<std::string> model_pins;
+  bool model_residency_evict_explicit = false;
 };
 
 struct TensorMetadata {
@@ -185,6 +192,12 @@ class InferenceServer {
 
   int64_t InflightCount() const { return inflight_.count(); }
 
+  // The residency's figures (metrics); none without --model-memory-budget.
+  std::optional<ResidencySnapshot> Residency() const {
+    if (!residency_) return std::nullopt;
+    return residency_->Snapshot();
+  }
+
   // Client shared-memory regions (shared by every front end; the codecs
   // resolve requests' regions here). Clients register and unregister them
   // through control(), allowed only with allow_client_shm().
@@ -206,6 +219,11 @@ class InferenceServer {
   // loads the start-up models once and ends.
   void RetryStartup();
 
+  // Infer on a version found (decoupled refusal, validation, enqueue);
+  // `sink` is already counted in flight.
+  void Serve(const std::shared_ptr<ModelVersion>& version, std::unique_ptr<InferRequest> request,
+             std::unique_ptr<InferResponseSink> sink);
+
   // The repositories and the backend directory, as given and resolved:
   // what RedactPaths hides from clients.
   std::vector<std::string> ServerPaths() const;
@@ -224,6 +242,8 @@ class InferenceServer {
   // before the models, whose requests may hold its regions: destroyed after.
   std::unique_ptr<CudaSharedMemoryManager> cuda_shared_memory_;
   std::unique_ptr<ModelManager> manager_;
+  // With --model-memory-budget; after the manager it drives, stopped first.
+  std::unique_ptr<ModelResidency> residency_;
   SharedMemoryManager shared_memory_;
   std::atomic<bool> shutting_down_{false};
 

@@ -188,6 +188,10 @@ std::string EncodeRepositoryIndex(const std::vector<ModelIndexEntry>& index) {
     if (e.version) Member(w, "version", std::to_string(*e.version));
     if (e.state != ModelState::kUnknown) Member(w, "state", ModelStateName(e.state));
     if (!e.reason.empty()) Member(w, "reason", e.reason);
+    if (e.memory_bytes > 0) {  // --model-memory-budget: the measured footprint
+      w.Key("memory_bytes");
+      w.Uint64(e.memory_bytes);
+    }
   });
 }
 
