@@ -43,7 +43,7 @@ TEST(ResidencyPolicyTest, ChooseEvictions) {
       {"as many as needed, oldest first",
        {M("a", 10, 5), M("b", 10, 1), M("c", 10, 3)},
        30,
-       25,
+       15,
        "d",
        {"b", "c"},
        true},
@@ -62,7 +62,7 @@ TEST(ResidencyPolicyTest, ChooseEvictions) {
        {"c"},
        true},
       {"an explicitly loaded model is skipped",
-       {M("a", 10, 5), M("b", 10, 1, 0, false, /*explicit=*/true), M("c", 10, 3)},
+       {M("a", 10, 5), M("b", 10, 1, 0, false, /*explicit_load=*/true), M("c", 10, 3)},
        30,
        10,
        "d",
@@ -74,7 +74,7 @@ TEST(ResidencyPolicyTest, ChooseEvictions) {
        0,
        "a",
        {"b"},
-       false},
+       true},
       {"all busy: nothing to evict, does not fit",
        {M("a", 10, 1, 1), M("b", 10, 2, 1)},
        20,
@@ -108,7 +108,7 @@ TEST(ResidencyPolicyTest, ChooseEvictions) {
 
 TEST(ResidencyPolicyTest, FitsWhenBusyOnesAreIdle) {
   // a (busy) would have to go: waiting for it helps.
-  auto c = ChooseEvictions({M("a", 10, 1, /*leases=*/1), M("b", 10, 2)}, 15, 5, "x");
+  auto c = ChooseEvictions({M("a", 10, 1, /*leases=*/1), M("b", 10, 2)}, 12, 5, "x");
   EXPECT_FALSE(c.fits);
   EXPECT_TRUE(c.fits_when_idle);
   EXPECT_EQ(c.victims, std::vector<std::string>{"b"});
