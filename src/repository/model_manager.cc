@@ -332,8 +332,15 @@ ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
     }
     INFERD_VLOG(1) << "loading model '" << EscapeControl(plan.name) << "' version " << v << " from "
                    << EscapeControl(*directory);
+    VersionServices services;
+    services.registry = options_.registry;
+    services.clock = options_.clock;
+    services.histograms = options_.histograms;
+    services.ensemble_infer = options_.ensemble_infer;
+    services.response_cache = options_.response_cache;
+    services.rate_limiter = options_.rate_limiter;
     uint64_t footprint = 0;
-    auto loaded = LoadMeasured(config, *directory, v, footprint);
+    auto loaded = LoadMeasured(config, *directory, v, services, footprint);
     if (loaded.ok()) {
       if (options_.residency) footprints[v] = footprint;
       INFERD_VLOG(1) << "model '" << EscapeControl(plan.name) << "' version " << v

@@ -247,6 +247,7 @@ class ModelManager {
   // One version's load, measured when options_.residency (`footprint`).
   StatusOr<std::shared_ptr<ModelVersion>> LoadMeasured(const inference::ModelConfig& config,
                                                        const std::string& directory, int64_t v,
+                                                       const VersionServices& services,
                                                        uint64_t& footprint) const;
   Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results,
                 const Footprints& footprints) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);

@@ -11,14 +11,7 @@ namespace inferd {
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelManager::LoadMeasured(
     const inference::ModelConfig& config, const std::string& directory, int64_t v,
-    uint64_t& footprint) const {
-  VersionServices services;
-  services.registry = options_.registry;
-  services.clock = options_.clock;
-  services.histograms = options_.histograms;
-  services.ensemble_infer = options_.ensemble_infer;
-  services.response_cache = options_.response_cache;
-  services.rate_limiter = options_.rate_limiter;
+    const VersionServices& services, uint64_t& footprint) const {
   if (!options_.residency) return ModelVersion::Load(config, directory, v, services);
   // The backend's library is loaded (once per process) before the first
   // sample: its start-up is nobody's footprint.

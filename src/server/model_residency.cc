@@ -176,8 +176,7 @@ bool ModelResidency::Listed(const std::string& name) {
   // One listing at a time; callers meanwhile wait for it rather than read a
   // listing that is being replaced.
   MutexLock lock(listing_mu_);
-  if (listed_.count(name) > 0) return true;
-  if (SteadyClock::now() - listed_at_ < std::chrono::seconds(1)) return false;
+  if (SteadyClock::now() - listed_at_ < std::chrono::seconds(1)) return listed_.count(name) > 0;
   listed_at_ = SteadyClock::now();
   auto listed = manager_.source().ListModels();
   if (!listed.ok()) return false;

@@ -103,8 +103,8 @@ class ModelResidency {
   Status AfterExplicitLoad(const std::string& name);
   void AfterExplicitUnload(const std::string& name);
 
-  // Whether the repository holds the model (a cached listing, refreshed at
-  // most every second for names it lacks): an inference on it may load it.
+  // Whether the repository holds the model (the manager knows it, or a
+  // listing at most a second old has it): an inference on it may load it.
   bool Loadable(const std::string& name) INFERD_EXCLUDES(mu_) { return Listed(name); }
 
   // ModelManagerOptions::make_room: evicts idle least recently used models
@@ -182,8 +182,9 @@ class ModelResidency {
   std::map<std::string, uint64_t> refusals_ INFERD_GUARDED_BY(mu_);
   std::vector<uint64_t> wait_counts_ INFERD_GUARDED_BY(mu_);
   double wait_sum_ INFERD_GUARDED_BY(mu_) = 0;
-  // The repository's listing, for names that do not serve (refreshed at
-  // most every second: unknown names must not list the repository each).
+  // The repository's listing, for names the manager does not know
+  // (refreshed at most every second: unknown names must not list the
+  // repository each).
   Mutex listing_mu_;
   std::set<std::string> listed_ INFERD_GUARDED_BY(listing_mu_);
   std::chrono::steady_clock::time_point listed_at_ INFERD_GUARDED_BY(listing_mu_);

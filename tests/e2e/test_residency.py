@@ -10,6 +10,7 @@ in a temporary repository, under a budget that holds about 10 of them.
 - Pinning (--model-pin, and the config parameter residency=pinned): never evicted.
 - A model larger than the whole budget is refused with both numbers, at once the second time.
 - Explicit mode: a model loaded through the load API is not evicted; others load on demand.
+- Poll mode: passes leave cold models cold (added ones too) and forget removed ones.
 
 The budget is ten times one copy's footprint, measured first by a calibration server (footprints
 depend on the machine). Skipped without examples/models/digits/1/model.pt or the pytorch backend.
@@ -350,6 +351,50 @@ class ExplicitResidencyTest(ServerTestCase):
         self.assertEqual(index(self.client)[name(1)].get("reason"), "unloaded")
         v = metrics(self.server.metrics_client())
         self.assertLessEqual(v[("inferd_model_memory_resident_bytes", "")], self.budget)
+
+
+
+@unittest.skipIf(SKIP, SKIP)
+class PollResidencyTest(ServerTestCase):
+    """Poll mode: passes leave cold and evicted models cold, a model added to the repository
+    stays cold until a request loads it, a removed one is unloaded."""
+
+    @classmethod
+    def build_repository(cls, root):
+        repo = os.path.join(root, "models")
+        write_copies(repo, 4)
+        return [repo]
+
+    @classmethod
+    def start_server(cls):
+        args = ["--model-control-mode=poll", "--repository-poll-secs=1",
+                "--model-memory-budget=1G"]
+        return MetricsServer(cls.repos, args).start()
+
+    def passes(self):
+        time.sleep(2.5)  # two poll passes at least
+
+    def test_poll_leaves_cold_models_cold(self):
+        self.assertEqual(self.client.infer(name(0), REQUEST).status, 200)
+        repo = self.repos[0]
+        added = os.path.join(repo, "added")
+        shutil.copytree(os.path.join(repo, name(1)), added)
+        with open(os.path.join(added, "config.pbtxt")) as f:
+            text = f.read().replace('name: "%s"' % name(1), 'name: "added"')
+        with open(os.path.join(added, "config.pbtxt"), "w") as f:
+            f.write(text)
+        self.passes()
+        entries = index(self.client)
+        self.assertEqual(entries[name(0)].get("state"), "READY")
+        for m in (name(1), name(2), "added"):
+            self.assertNotIn("state", entries[m], "a poll pass loaded %s: %s" % (m, entries[m]))
+        self.assertEqual(self.client.infer("added", REQUEST).status, 200, self.diag())
+        shutil.rmtree(os.path.join(repo, name(0)))
+        self.passes()
+        entries = index(self.client)
+        self.assertNotIn(name(0), entries)
+        self.assertEqual(entries["added"].get("state"), "READY")
+        self.assertError(self.client.infer(name(0), REQUEST), 404, "unknown model")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ TEST(CommandLineTest, ParsesBothFlagForms) {
 }
 
 TEST(CommandLineTest, ErrorsNameTheFlag) {
-  auto bad = [](std::vector<std::string> a) {
+  auto bad = [](const std::vector<std::string>& a) {
     auto cl = ParseCommandLine(a);
     EXPECT_FALSE(cl.ok());
     return cl.ok() ? std::string() : cl.status().message();
@@ -119,6 +119,32 @@ TEST(CommandLineTest, ModelUnloadDelay) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("model-unload-delay-secs"), std::string::npos);
   EXPECT_NE(CommandLineUsage().find("--model-unload-delay-secs"), std::string::npos);
+}
+
+TEST(CommandLineTest, ModelResidencyFlags) {
+  auto cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.model_memory_budget, 0u) << "off by default";
+  cl = ParseCommandLine({"--model-repository=/m", "--model-memory-budget=2G",
+                         "--model-residency=lru", "--model-pin=a", "--model-pin=b",
+                         "--model-residency-evict-explicit=true"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.model_memory_budget, uint64_t{2} << 30);
+  EXPECT_EQ(cl->server.model_pins, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(cl->server.model_residency_evict_explicit);
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--model-memory-budget=0"},
+                                       {"--model-memory-budget=lots"},
+                                       {"--model-residency=lfu"},
+                                       {"--model-pin=a"},
+                                       {"--model-residency-evict-explicit=true"}}) {
+    bad.insert(bad.begin(), "--model-repository=/m");
+    auto r = ParseCommandLine(bad);
+    EXPECT_FALSE(r.ok()) << bad.back();
+    if (!r.ok()) {
+      EXPECT_NE(r.status().message().find("--model-"), std::string::npos) << r.status().message();
+    }
+  }
+  EXPECT_NE(CommandLineUsage().find("--model-memory-budget"), std::string::npos);
 }
 
 TEST(CommandLineTest, RemoteRepositoryFlags) {
