@@ -217,12 +217,18 @@ StatusOr<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& nam
                                                           int64_t version) const {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
-  if (!mv.ok()) return mv.status();
-  const ModelSpec& spec = (*mv)->spec();
+  // With a budget, an evicted model answers from its last load (clients
+  // ask for metadata before they infer, and the inference loads it).
+  std::optional<ModelResidency::Kept> kept;
+  if (!mv.ok() && residency_) kept = residency_->KeptFromLastLoad(name, version);
+  if (!mv.ok() && !kept) return mv.status();
+  const ModelSpec& spec = kept ? kept->spec : (*mv)->spec();
   ModelMetadata md;
   md.name = spec.name;
   if (version >= 0) {
     md.versions.push_back(std::to_string(version));
+  } else if (kept) {
+    md.versions.push_back(std::to_string(kept->version));
   } else {
     for (int64_t v : manager_->ServingVersions(name)) md.versions.push_back(std::to_string(v));
   }
@@ -243,6 +249,9 @@ StatusOr<std::string> InferenceServer::GetModelConfigJson(const std::string& nam
                                                           int64_t version) const {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
+  if (!mv.ok() && residency_) {
+    if (auto kept = residency_->KeptFromLastLoad(name, version)) return kept->config_json;
+  }
   if (!mv.ok()) return mv.status();
   return (*mv)->config_json();
 }
@@ -250,6 +259,9 @@ StatusOr<std::string> InferenceServer::GetModelConfigJson(const std::string& nam
 StatusOr<ModelSpec> InferenceServer::GetModelSpec(const std::string& name, int64_t version) const {
   INFERD_RETURN_IF_ERROR(ControlPlane::CheckModelName(name));
   auto mv = manager_->Get(name, version);
+  if (!mv.ok() && residency_) {
+    if (auto kept = residency_->KeptFromLastLoad(name, version)) return kept->spec;
+  }
   if (!mv.ok()) return mv.status();
   return (*mv)->spec();
 }

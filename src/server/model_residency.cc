@@ -270,6 +270,7 @@ Status ModelResidency::Bring(const std::string& name, bool wait) {
     return why;
   }
   if (Status room = CheckRoom(name); !room.ok()) return room;
+  Keep(name);
   {
     MutexLock lock(mu_);
     ++loads_[name];
@@ -437,6 +438,7 @@ Status ModelResidency::AfterExplicitLoad(const std::string& name) {
     return why;
   }
   INFERD_RETURN_IF_ERROR(CheckRoom(name));
+  Keep(name);
   {
     MutexLock lock(mu_);
     Measured(name, it->second);
@@ -453,6 +455,23 @@ void ModelResidency::Measured(const std::string& name, uint64_t bytes) {
   known_bytes_[name] = bytes;
   recent_bytes_.push_back(bytes);
   if (recent_bytes_.size() > kRecentLoads) recent_bytes_.erase(recent_bytes_.begin());
+}
+
+void ModelResidency::Keep(const std::string& name) {
+  auto mv = manager_.Get(name, -1);
+  if (!mv.ok()) return;
+  Kept kept{(*mv)->spec(), (*mv)->config_json(), (*mv)->version()};
+  MutexLock lock(mu_);
+  kept_[name] = std::move(kept);
+}
+
+std::optional<ModelResidency::Kept> ModelResidency::KeptFromLastLoad(const std::string& name,
+                                                                     int64_t version) const {
+  if (!manager_.ServingVersions(name).empty()) return std::nullopt;
+  MutexLock lock(mu_);
+  auto it = kept_.find(name);
+  if (it == kept_.end() || (version >= 0 && version != it->second.version)) return std::nullopt;
+  return it->second;
 }
 
 void ModelResidency::AfterExplicitUnload(const std::string& name) {

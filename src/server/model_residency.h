@@ -113,6 +113,17 @@ class ModelResidency {
   void MakeRoomForLoaded(const std::string& name, uint64_t bytes,
                          const ModelManagerOptions::Evictor& evict) INFERD_EXCLUDES(mu_);
 
+  // What an evicted model's last load served (metadata and config answer
+  // from it): the highest version then, or `version` if it was that one.
+  // None for a model never loaded, or that serves now.
+  struct Kept {
+    ModelSpec spec;
+    std::string config_json;
+    int64_t version = 0;
+  };
+  std::optional<Kept> KeptFromLastLoad(const std::string& name, int64_t version) const
+      INFERD_EXCLUDES(mu_);
+
   // Answers the waiting requests UNAVAILABLE and joins the loader. Idempotent.
   void Stop();
 
@@ -171,6 +182,9 @@ class ModelResidency {
   std::set<std::string> config_pins_ INFERD_GUARDED_BY(mu_);
   std::set<std::string> explicit_ INFERD_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> known_bytes_ INFERD_GUARDED_BY(mu_);
+  std::map<std::string, Kept> kept_ INFERD_GUARDED_BY(mu_);
+  // After a load: keeps what `name` serves (KeptFromLastLoad).
+  void Keep(const std::string& name) INFERD_EXCLUDES(mu_);
   std::vector<uint64_t> recent_bytes_ INFERD_GUARDED_BY(mu_);  // the last kRecentLoads
   void Measured(const std::string& name, uint64_t bytes) INFERD_REQUIRES(mu_);
   std::map<std::string, Refusal> refused_ INFERD_GUARDED_BY(mu_);

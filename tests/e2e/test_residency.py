@@ -275,6 +275,15 @@ class ResidencyTest(ServerTestCase):
         for m in sequence[:-len(resident)]:
             self.assertEqual(entries[m].get("state"), "UNAVAILABLE")
             self.assertTrue(entries[m].get("reason", "").startswith("evicted:"), entries[m])
+        # An evicted model's metadata and config answer from its last load.
+        evicted = sequence[0]
+        r = client.get("/v2/models/%s" % evicted)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["inputs"][0]["name"], "image")
+        r = client.get("/v2/models/%s/config" % evicted)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json()["name"], evicted)
+        self.assertEqual(index(client)[evicted].get("state"), "UNAVAILABLE", "metadata loads nothing")
         # Touch the oldest resident model: the loads that follow evict the second oldest first,
         # then the next ones in order, never the one touched.
         oldest = resident[0]
