@@ -128,8 +128,6 @@ const Rule kRules[] = {
      [](const ModelConfig& c) { return If(c.model_operations().op_library_filename_size() > 0); }},
     {"model_repository_agents", ConfigSupport::kRefused, "repository agents are not run",
      [](const ModelConfig& c) { return If(c.model_repository_agents().agents_size() > 0); }},
-    {"response_cache", ConfigSupport::kRefused, "there is no response cache",
-     [](const ModelConfig& c) { return If(c.response_cache().enable()); }},
     // ---- warned: performance only ----
     {"optimization.graph", ConfigSupport::kWarned, "graph optimisation levels are not applied",
      [](const ModelConfig& c) { return If(c.optimization().has_graph()); }},

@@ -1,6 +1,7 @@
 #include "repository/model_version.h"
 
 #include "core/classification.h"
+#include "core/log.h"
 #include "repository/config_support.h"
 #include "repository/model_config_util.h"
 #include "repository/sequence_state_config.h"
@@ -41,6 +42,39 @@ StatusOr<std::vector<std::unique_ptr<BackendInstance>>> CreateInstances(
   return instances;
 }
 
+// The response cache's load-time rules (Triton's texts): a sequence's or a
+// decoupled model's answers are not a function of one request's inputs.
+Status CheckResponseCache(const inference::ModelConfig& config) {
+  if (!config.response_cache().enable()) return Status::Ok();
+  if (config.has_sequence_batching()) {
+    return InvalidArgument("Response Cache does not currently support model " + config.name() +
+                           " with sequence batching scheduler. Please disable the response cache.");
+  }
+  if (config.model_transaction_policy().decoupled()) {
+    return InvalidArgument("Response Cache does not currently support model " + config.name() +
+                           " with 'decoupled' transaction policy. Please disable the response "
+                           "cache.");
+  }
+  return Status::Ok();
+}
+
+// The version's cache use: on when the config enables it and the server has
+// a cache (--cache-config); enabled without one it is ignored, as in Triton.
+std::unique_ptr<VersionCache> MakeVersionCache(const inference::ModelConfig& config,
+                                               int64_t version, const VersionServices& services,
+                                               ModelStats& stats) {
+  if (!config.response_cache().enable()) return nullptr;
+  if (services.response_cache == nullptr) {
+    INFERD_LOG(Info) << "model '" << config.name()
+                     << "' enables response_cache but the server has no cache (--cache-config): "
+                        "responses are not cached";
+    return nullptr;
+  }
+  stats.EnableCacheStats();
+  return std::make_unique<VersionCache>(services.response_cache, config.name(), version, &stats,
+                                        services.clock);
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
@@ -60,6 +94,8 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
     mv->config_warnings_ += (mv->config_warnings_.empty() ? "" : "; ") + f.message;
   }
   INFERD_RETURN_IF_ERROR(LoadClassificationLabels(mv->spec_, model_dir));
+  INFERD_RETURN_IF_ERROR(CheckResponseCache(config));
+  mv->cache_ = MakeVersionCache(config, version, services, mv->stats_);
   SchedulerConfig sched = SchedulerConfigFromConfig(config);
   if (sched.kind == SchedulerConfig::Kind::kEnsemble) {
     // An ensemble has no backend and no instances: its steps run on their
@@ -114,6 +150,7 @@ ModelVersion::~ModelVersion() { Stop(); }
 
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
+  if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->sink = std::move(sink);

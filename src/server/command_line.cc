@@ -5,6 +5,7 @@
 #include <charconv>
 #include <climits>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "metrics/model_metrics.h"
@@ -196,6 +197,9 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"metrics-port", Integer(cl.metrics_port, 0, 65535)},
       {"metrics-interval-ms", Integer(cl.metrics_interval_ms, 1, 3600000)},
       {"metrics-latency-buckets", LatencyBuckets(s.histograms.latency_buckets_s)},
+      {"cache-config", Append(cl.cache_config)},
+      {"response-cache-byte-size",
+       Integer(cl.response_cache_byte_size, 0, std::numeric_limits<int64_t>::max())},
       {"log-verbose", Integer(cl.log.verbose, 0, 100)},
       {"log-info", Boolean(cl.log.info)},
       {"log-warning", Boolean(cl.log.warning)},
@@ -251,6 +255,9 @@ Status CheckAndDerive(CommandLine& cl) {
   if (cl.grpc.tls.mutual) cl.grpc.tls.enabled = true;
   if (cl.server.control_mode != ModelControlMode::kPoll) cl.server.repository_poll_secs = 0;
   if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
+  auto cache_bytes = ResponseCacheCapacity(cl.cache_config, cl.response_cache_byte_size);
+  if (!cache_bytes.ok()) return cache_bytes.status();
+  cl.server.response_cache_bytes = *cache_bytes;
   return Status::Ok();
 }
 
@@ -364,6 +371,15 @@ Metrics (Prometheus, GET /metrics; docs/metrics.md)
   --metrics-latency-buckets=<s,s,...>
                                  latency histogram bucket bounds, seconds, ascending
                                  (default 0.00005,0.0001,0.00025,...,2.5,5,10)
+
+Response cache (docs/response_cache.md)
+  --cache-config=local,size=<bytes>
+                                 an in-process cache of this many bytes for the responses of
+                                 models with response_cache { enable: true } (Triton's flag;
+                                 only the local cache)
+  --response-cache-byte-size=<bytes>
+                                 deprecated (Triton's) form of --cache-config local,size=<bytes>;
+                                 0: no cache; not together with --cache-config
 
 Logging (stderr; docs: README.md)
   --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model

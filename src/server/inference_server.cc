@@ -39,6 +39,10 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
     Infer(std::move(r), std::move(sink));
   };
   mo.histograms = options_.histograms;
+  if (options_.response_cache_bytes > 0) {
+    response_cache_ = std::make_shared<ResponseCache>(options_.response_cache_bytes);
+    mo.response_cache = response_cache_;
+  }
   manager_ = std::make_unique<ModelManager>(std::move(mo));
   SetInferenceCaller(&caller_);
 }

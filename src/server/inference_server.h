@@ -24,6 +24,7 @@
 
 #include "backend/backend_registry.h"
 #include "backend/inference_caller.h"
+#include "cache/response_cache.h"
 #include "core/infer_request.h"
 #include "core/request_validator.h"
 #include "core/response_sink.h"
@@ -71,6 +72,9 @@ struct ServerOptions {
   bool allow_client_shm = false;     // clients may register shared-memory regions
   std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
   RequestLimits request_limits;      // model-independent bounds on every inference request
+  // --cache-config local,size=N / --response-cache-byte-size: the response
+  // cache's capacity in bytes; 0: no cache (docs/response_cache.md).
+  uint64_t response_cache_bytes = 0;
 };
 
 struct TensorMetadata {
@@ -196,6 +200,8 @@ class InferenceServer {
   const DeviceMemory& device_memory() const { return *device_; }
   int gpu_count() const { return gpu_count_; }
   const RequestLimits& request_limits() const { return options_.request_limits; }
+  // The response cache (--cache-config); null without one.
+  const ResponseCache* response_cache() const { return response_cache_.get(); }
 
  private:
   // One poll-mode pass (the poller's thread): warns about each repository
@@ -217,6 +223,8 @@ class InferenceServer {
       std::make_shared<RepositoryFetchMetrics>();
   std::shared_ptr<DeviceMemory> device_;
   int gpu_count_ = 0;
+  // Shared with every caching version (version_cache.h); null: no cache.
+  std::shared_ptr<ResponseCache> response_cache_;
   // Requests accepted and not yet answered; declared before the models, whose
   // requests hold its decorators: destroyed after them.
   InflightTracker inflight_;

@@ -29,7 +29,6 @@ REFUSED = {
     "warmup": ('model_warmup [ { name: "w" batch_size: 1 inputs { key: "INPUT0" value { '
                'data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]',
                "'model_warmup' (model config) is not supported by inferd"),
-    "cache": ("response_cache { enable: true }", "'response_cache'"),
     "limiter": ('instance_group [ { name: "g" kind: KIND_CPU rate_limiter { resources [ '
                 '{ name: "R1" count: 1 } ] priority: 2 } } ]',
                 "'instance_group.rate_limiter' (instance_group 'g')"),

@@ -99,7 +99,6 @@ const Row kRefused[] = {
     {kBase, "model_operations { op_library_filename: \"libops.so\" }\n", "'model_operations'"},
     {kBase, "model_repository_agents { agents [ { name: \"checksum\" } ] }\n",
      "'model_repository_agents'"},
-    {kBase, "response_cache { enable: true }\n", "'response_cache'"},
 };
 
 class RefusedField : public ::testing::TestWithParam<Row> {};
