@@ -43,7 +43,10 @@ Decoded Decode(FuzzedDataProvider& in) {
     x.datatype = static_cast<DataType>(in.ConsumeIntegralInRange(0, 3));
     const int rank = in.ConsumeIntegralInRange(0, 2);
     for (int k = 0; k < rank; ++k) x.shape.push_back(in.ConsumeIntegralInRange<int64_t>(-1, 3));
-    const std::string bytes = in.ConsumeRandomLengthString(8);
+    // Mostly short data (copied into the key), sometimes past the inline
+    // limit (referenced by it).
+    std::string bytes = in.ConsumeRandomLengthString(8);
+    if (in.ConsumeBool()) bytes.resize(1030 + bytes.size(), bytes.empty() ? 'x' : bytes[0]);
     char* p = r.Allocate(bytes.size());
     std::copy(bytes.begin(), bytes.end(), p);
     x.data = BufferView{p, bytes.size(), MemoryType::kCpu, 0};
@@ -99,9 +102,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto kb = BuildCacheKey(b.model, b.version, *b.request);
   if (!ka.ok() || !kb.ok()) std::abort();  // CPU inputs are always keyed
   auto again = BuildCacheKey(a.model, a.version, *a.request);
-  if (again->bytes != ka->bytes || again->hash != ka->hash) std::abort();
+  const std::string flat_a = ka->Flatten(), flat_b = kb->Flatten();
+  if (again->Flatten() != flat_a || again->hash() != ka->hash()) std::abort();
+  if (flat_a.size() != ka->size() || !ka->Equals(flat_a)) std::abort();
   const bool same = Canonical(a) == Canonical(b);
-  if (same != (ka->bytes == kb->bytes)) std::abort();
-  if (same && ka->hash != kb->hash) std::abort();
+  if (same != (flat_a == flat_b) || same != kb->Equals(flat_a)) std::abort();
+  if (same && ka->hash() != kb->hash()) std::abort();
   return 0;
 }

@@ -11,21 +11,47 @@
 // thing, so a lookup compares the bytes in full and never returns another
 // request's answer; the 64-bit hash only places the key in the table.
 //
+// A key built for a lookup does not copy large input data: it points into
+// the request (which must outlive it) until Flatten() makes the owned form
+// an entry keeps.
+//
 // Pure functions; thread-compatible.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/infer_request.h"
 #include "core/status.h"
 
 namespace inferd {
 
-struct CacheKey {
-  std::string bytes;  // the serialised request
-  uint64_t hash = 0;  // of `bytes`
+class CacheKey {
+ public:
+  CacheKey() = default;
+  // A key whose serialisation is `flat` (an owned key; tests), with `hash`.
+  CacheKey(std::string flat, uint64_t hash) : meta_(std::move(flat)), hash_(hash) {}
+
+  uint64_t hash() const { return hash_; }
+  size_t size() const;  // bytes of the serialisation
+  // Whether this key's serialisation is exactly `flat`.
+  bool Equals(std::string_view flat) const;
+  // The serialisation, owned (what a cache entry stores).
+  std::string Flatten() const;
+
+ private:
+  friend class CacheKeyBuilder;
+  // The serialisation is meta_[0, pieces[0].meta_end) + pieces[0].data +
+  // meta_[pieces[0].meta_end, pieces[1].meta_end) + ... + the rest of meta_.
+  struct Piece {
+    size_t meta_end = 0;
+    std::string_view data;  // large input data, not copied
+  };
+  std::string meta_;
+  std::vector<Piece> pieces_;
+  uint64_t hash_ = 0;
 };
 
 // The key of `request` for version `version` of model `model`.

@@ -72,11 +72,26 @@ ResponseCache::ResponseCache(uint64_t capacity_bytes) : capacity_(capacity_bytes
 }
 
 uint64_t ResponseCache::EntrySize(const CacheKey& key, const InferResponse& response) {
-  uint64_t n = kEntryOverhead + key.bytes.size() + response.id.size();
+  uint64_t n = kEntryOverhead + key.size() + response.id.size();
   for (const auto& o : response.outputs) {
     n += kTensorOverhead + o.name.size() + 8 * o.shape.size() + o.buffer.size();
   }
   return n;
+}
+
+ResponseCache::Table::iterator ResponseCache::FindLocked(const CacheKey& key) {
+  auto [it, end] = table_.equal_range(key.hash());
+  for (; it != end; ++it) {
+    if (key.Equals(it->second->key)) return it;
+  }
+  return table_.end();
+}
+
+void ResponseCache::EraseLocked(Table::iterator it) {
+  stats_.bytes -= it->second->size;
+  --stats_.entries;
+  lru_.erase(it->second);
+  table_.erase(it);
 }
 
 std::unique_ptr<InferResponse> ResponseCache::Lookup(const CacheKey& key) {
@@ -84,7 +99,7 @@ std::unique_ptr<InferResponse> ResponseCache::Lookup(const CacheKey& key) {
   {
     MutexLock lock(mu_);
     ++stats_.lookups;
-    auto it = table_.find(KeyRef{key.bytes, key.hash});
+    auto it = FindLocked(key);
     if (it == table_.end()) {
       ++stats_.misses;
       return nullptr;
@@ -104,34 +119,27 @@ bool ResponseCache::Insert(const CacheKey& key, const InferResponse& response) {
     return false;
   }
   Entry entry;
-  entry.key = key.bytes;
-  entry.hash = key.hash;
+  entry.key = key.Flatten();
   entry.size = size;
   entry.response = CloneResponse(response);
   MutexLock lock(mu_);
-  if (auto it = table_.find(KeyRef{key.bytes, key.hash}); it != table_.end()) {
-    // Two misses of one key ran the model both: keep one entry.
-    stats_.bytes -= it->second->size;
-    --stats_.entries;
-    lru_.erase(it->second);
-    table_.erase(it);
+  // Two misses of one key ran the model both: keep one entry.
+  if (auto it = FindLocked(key); it != table_.end()) EraseLocked(it);
+  while (!lru_.empty() && stats_.bytes + size > capacity_) {
+    // The least recently used entry, found among those of its hash.
+    auto victim = std::prev(lru_.end());
+    auto it = table_.find(victim->hash);
+    while (it->second != victim) ++it;
+    EraseLocked(it);
+    ++stats_.evictions;
   }
-  while (!lru_.empty() && stats_.bytes + size > capacity_) EvictOneLocked();
+  entry.hash = key.hash();
   lru_.push_front(std::move(entry));
-  table_.emplace(KeyRef{lru_.front().key, lru_.front().hash}, lru_.begin());
+  table_.emplace(key.hash(), lru_.begin());
   stats_.bytes += size;
   ++stats_.entries;
   ++stats_.inserts;
   return true;
-}
-
-void ResponseCache::EvictOneLocked() {
-  const Entry& victim = lru_.back();
-  table_.erase(KeyRef{victim.key, victim.hash});
-  stats_.bytes -= victim.size;
-  --stats_.entries;
-  ++stats_.evictions;
-  lru_.pop_back();
 }
 
 ResponseCacheStats ResponseCache::Stats() const {

@@ -70,23 +70,17 @@ class ResponseCache {
     std::shared_ptr<const InferResponse> response;
   };
   using List = std::list<Entry>;
-  // The table's key points into its entry's own key bytes (list nodes never
-  // move); equality compares them in full.
-  struct KeyRef {
-    std::string_view bytes;
-    uint64_t hash;
-    bool operator==(const KeyRef& o) const { return bytes == o.bytes; }
-  };
-  struct KeyRefHash {
-    size_t operator()(const KeyRef& k) const { return static_cast<size_t>(k.hash); }
-  };
+  // hash -> the entries with that hash (list nodes never move); a lookup
+  // compares the key bytes of each in full.
+  using Table = std::unordered_multimap<uint64_t, List::iterator>;
 
-  void EvictOneLocked() INFERD_REQUIRES(mu_);
+  Table::iterator FindLocked(const CacheKey& key) INFERD_REQUIRES(mu_);
+  void EraseLocked(Table::iterator it) INFERD_REQUIRES(mu_);
 
   const uint64_t capacity_;
   mutable Mutex mu_;
   List lru_ INFERD_GUARDED_BY(mu_);  // front: most recently used
-  std::unordered_map<KeyRef, List::iterator, KeyRefHash> table_ INFERD_GUARDED_BY(mu_);
+  Table table_ INFERD_GUARDED_BY(mu_);
   ResponseCacheStats stats_ INFERD_GUARDED_BY(mu_);
 };
 

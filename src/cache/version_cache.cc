@@ -67,7 +67,9 @@ bool VersionCache::Serve(std::unique_ptr<InferRequest>& request,
   std::unique_ptr<InferResponse> hit = cache_->Lookup(*key);
   const auto looked_up = clock_->Now();
   if (hit == nullptr) {
-    sink = std::make_unique<InsertingSink>(cache_, std::move(*key), stats_, clock_,
+    // Owned from here: the request's data may be gone when the answer comes.
+    CacheKey owned(key->Flatten(), key->hash());
+    sink = std::make_unique<InsertingSink>(cache_, std::move(owned), stats_, clock_,
                                            ElapsedNs(arrival, looked_up), std::move(sink));
     return false;
   }

@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ServerTestCase, write_model, simple_request, outputs_by_name  # noqa: E402
 from test_grpc_compat import SERVICE, generate_messages, grpc  # noqa: E402
+from test_ensemble import ensemble_config  # noqa: E402
 
 CACHE = "response_cache { enable: true }"
 CACHE_BYTES = 300 * 1024
@@ -46,6 +47,11 @@ def build_cache_repository(root):
     write_model(repo, "sequence_cached", harness.identity_config(
         "sequence_cached", "TYPE_INT32", dims=(1,), max_batch_size=1,
         extra="sequence_batching { }\n" + CACHE))
+    # An ensemble caching its whole answer over a step that does not cache.
+    write_model(repo, "ensemble_cached", ensemble_config(
+        "ensemble_cached", [("IN0", "TYPE_INT32", (16,)), ("IN1", "TYPE_INT32", (16,))],
+        [("SUM", "TYPE_INT32", (16,))],
+        [("simple", {"INPUT0": "IN0", "INPUT1": "IN1"}, {"OUTPUT0": "SUM"})]) + CACHE + "\n")
     return repo
 
 
@@ -152,6 +158,18 @@ class ResponseCacheTest(ServerTestCase):
         self.assertEqual(len(both["outputs"]), 2)
         self.infer_simple(in0, in1, outputs=["OUTPUT1"])
         self.assertEqual(self.executions(), runs + 1, "now a hit")
+
+    def test_ensemble_hit_skips_its_steps(self):
+        req = {"inputs": [{"name": n, "datatype": "INT32", "shape": [1, 16], "data": [4] * 16}
+                          for n in ("IN0", "IN1")]}
+        first = self.client.infer("ensemble_cached", req)
+        self.assertOk(first)
+        steps = self.executions("simple")
+        again = self.client.infer("ensemble_cached", req)
+        self.assertOk(again)
+        self.assertEqual(again.json()["outputs"], first.json()["outputs"])
+        self.assertEqual(self.executions("simple"), steps, "the step ran on a hit")
+        self.assertEqual(self.cache_counts("ensemble_cached"), (1, 1))
 
     def test_sequence_id_is_not_cached(self):
         in0, in1 = list(range(400, 416)), [7] * 16

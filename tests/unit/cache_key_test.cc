@@ -35,15 +35,15 @@ std::unique_ptr<InferRequest> TwoInputs(std::vector<float> a = {1, 2, 3, 4},
 std::string Key(const InferRequest& r, const char* model = "m", int64_t version = 1) {
   auto k = BuildCacheKey(model, version, r);
   EXPECT_TRUE(k.ok()) << k.status().message();
-  return k.ok() ? k->bytes : "";
+  return k.ok() ? k->Flatten() : "";
 }
 
 TEST(CacheKeyTest, EqualRequestsHaveEqualKeysAndHashes) {
   auto a = TwoInputs(), b = TwoInputs();
   auto ka = BuildCacheKey("m", 1, *a), kb = BuildCacheKey("m", 1, *b);
   ASSERT_TRUE(ka.ok() && kb.ok());
-  EXPECT_EQ(ka->bytes, kb->bytes);
-  EXPECT_EQ(ka->hash, kb->hash);
+  EXPECT_EQ(ka->Flatten(), kb->Flatten());
+  EXPECT_EQ(ka->hash(), kb->hash());
 }
 
 TEST(CacheKeyTest, InputOrderDoesNotMatter) {
@@ -95,6 +95,26 @@ TEST(CacheKeyTest, RequestedOutputOrderAndClassificationAreExact) {
 TEST(CacheKeyTest, MovingBytesBetweenInputsChangesTheKey) {
   // Same bytes overall, split differently: length prefixes tell them apart.
   EXPECT_NE(Key(*TwoInputs({1, 2, 3, 4}, {5, 6})), Key(*TwoInputs({1, 2, 3}, {4, 5, 6})));
+}
+
+TEST(CacheKeyTest, LargeInputsAreReferencedAndCompareExactly) {
+  std::vector<float> big(4096, 1.5f);
+  auto a = TwoInputs(big), b = TwoInputs(big);
+  auto ka = BuildCacheKey("m", 1, *a), kb = BuildCacheKey("m", 1, *b);
+  ASSERT_TRUE(ka.ok() && kb.ok());
+  EXPECT_EQ(ka->hash(), kb->hash());
+  const std::string flat = ka->Flatten();
+  EXPECT_EQ(flat.size(), ka->size());
+  EXPECT_TRUE(kb->Equals(flat));
+  const_cast<char*>(b->inputs[0].data.data)[4000] ^= 1;  // a byte inside the referenced data
+  auto kc = BuildCacheKey("m", 1, *b);
+  EXPECT_FALSE(kc->Equals(flat));
+  EXPECT_NE(kc->Flatten(), flat);
+  EXPECT_FALSE(kc->Equals(flat.substr(1)));
+  // An owned copy is equal to the referencing key it came from.
+  CacheKey owned(flat, ka->hash());
+  EXPECT_TRUE(owned.Equals(flat));
+  EXPECT_TRUE(ka->Equals(owned.Flatten()));
 }
 
 TEST(CacheKeyTest, ParameterTypeMatters) {

@@ -12,12 +12,7 @@
 namespace inferd {
 namespace {
 
-CacheKey Key(const std::string& s) {
-  CacheKey k;
-  k.bytes = s;
-  k.hash = std::hash<std::string>{}(s);
-  return k;
-}
+CacheKey Key(const std::string& s) { return CacheKey(s, std::hash<std::string>{}(s)); }
 
 // A response with one output of `bytes` bytes, each `fill`.
 std::unique_ptr<InferResponse> Response(size_t bytes, char fill = 'x') {
@@ -50,8 +45,8 @@ TEST(ResponseCacheTest, HitReturnsADeepCopy) {
 
 TEST(ResponseCacheTest, KeysWithEqualHashesStayApart) {
   ResponseCache cache(1 << 20);
-  CacheKey a = Key("a"), b = Key("b");
-  b.hash = a.hash;  // a collision: the full bytes decide
+  CacheKey a = Key("a");
+  CacheKey b("b", a.hash());  // a collision: the full bytes decide
   ASSERT_TRUE(cache.Insert(a, *Response(4, 'a')));
   EXPECT_EQ(cache.Lookup(b), nullptr);
   ASSERT_TRUE(cache.Insert(b, *Response(4, 'b')));
