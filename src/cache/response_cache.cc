@@ -67,6 +67,23 @@ std::unique_ptr<InferResponse> CloneResponse(const InferResponse& response) {
   return out;
 }
 
+std::unique_ptr<InferResponse> ShareResponse(const std::shared_ptr<const InferResponse>& response) {
+  auto out = std::make_unique<InferResponse>();
+  out->model_name = response->model_name;
+  out->model_version = response->model_version;
+  out->id = response->id;
+  out->parameters = response->parameters;
+  out->outputs.reserve(response->outputs.size());
+  for (const auto& o : response->outputs) {
+    InferOutput& view = out->outputs.emplace_back();
+    view.name = o.name;
+    view.datatype = o.datatype;
+    view.shape = o.shape;
+    view.buffer = OwnedBuffer::Shared(response, o.buffer.data(), o.buffer.size());
+  }
+  return out;
+}
+
 ResponseCache::ResponseCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {
   stats_.capacity_bytes = capacity_bytes;
 }
@@ -108,7 +125,7 @@ std::unique_ptr<InferResponse> ResponseCache::Lookup(const CacheKey& key) {
     lru_.splice(lru_.begin(), lru_, it->second);  // iterators stay valid
     found = it->second->response;
   }
-  return CloneResponse(*found);
+  return ShareResponse(found);
 }
 
 bool ResponseCache::Insert(const CacheKey& key, const InferResponse& response) {

@@ -10,12 +10,13 @@
 // capacity is not inserted.
 //
 // Ownership: shared (shared_ptr) by the server and every model version that
-// caches; entries hold their responses by shared_ptr, so a lookup copies a
-// response outside the lock and an eviction never frees one being copied.
+// caches; entries hold their responses by shared_ptr, and a hit's response
+// shares the entry's output bytes (OwnedBuffer::Shared), so an eviction never
+// frees bytes a response still points at.
 //
 // Threading: every method is thread-safe; one mutex guards the table and
-// the recency list, held only for the table operations (no copying of
-// tensor bytes under it).
+// the recency list, held only for the table operations (no tensor bytes are
+// copied under it).
 #pragma once
 
 #include <cstdint>
@@ -46,9 +47,10 @@ class ResponseCache {
  public:
   explicit ResponseCache(uint64_t capacity_bytes);
 
-  // A copy of the response cached under `key` (its id is left as cached;
-  // the caller sets the request's), made most recently used; null on a
-  // miss.
+  // The response cached under `key` (its id is left as cached; the caller
+  // sets the request's), made most recently used; null on a miss. Its
+  // outputs share the entry's bytes (read-only, kept alive by the returned
+  // response even after an eviction): a hit copies no tensor data.
   std::unique_ptr<InferResponse> Lookup(const CacheKey& key) INFERD_EXCLUDES(mu_);
 
   // Stores a copy of `response` under `key` (replacing an equal key's),
@@ -86,6 +88,8 @@ class ResponseCache {
 
 // A deep copy of `response` (outputs' bytes included).
 std::unique_ptr<InferResponse> CloneResponse(const InferResponse& response);
+// A response equal to `response` whose outputs share its bytes.
+std::unique_ptr<InferResponse> ShareResponse(const std::shared_ptr<const InferResponse>& response);
 
 // The cache's capacity from --cache-config values (each "<cache>,<key>=<value>",
 // repeatable; only the "local" cache, key "size", bytes) and the deprecated

@@ -43,6 +43,19 @@ TEST(ResponseCacheTest, HitReturnsADeepCopy) {
   EXPECT_EQ(s.entries, 1u);
 }
 
+TEST(ResponseCacheTest, HitSharesTheEntryBytesAndOutlivesItsEviction) {
+  const uint64_t one = ResponseCache::EntrySize(Key("k1"), *Response(1000));
+  ResponseCache cache(one);  // room for one entry
+  ASSERT_TRUE(cache.Insert(Key("k1"), *Response(1000, 'a')));
+  auto first = cache.Lookup(Key("k1"));
+  auto second = cache.Lookup(Key("k1"));
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->outputs[0].buffer.data(), second->outputs[0].buffer.data()) << "not copied";
+  ASSERT_TRUE(cache.Insert(Key("k2"), *Response(1000, 'b')));  // evicts k1
+  EXPECT_EQ(cache.Lookup(Key("k1")), nullptr);
+  EXPECT_EQ(std::string(first->outputs[0].buffer.data(), 1000), std::string(1000, 'a'));
+}
+
 TEST(ResponseCacheTest, KeysWithEqualHashesStayApart) {
   ResponseCache cache(1 << 20);
   CacheKey a = Key("a");
