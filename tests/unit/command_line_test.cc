@@ -171,5 +171,26 @@ TEST(CommandLineTest, LogFlags) {
   }
 }
 
+// The response cache (docs/response_cache.md): both of Triton's flags, and
+// Triton's error when both are given.
+TEST(CommandLineTest, ResponseCacheFlags) {
+  auto cl = ParseCommandLine({"--model-repository=/m", "--cache-config", "local,size=4096"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.response_cache_bytes, 4096u);
+  cl = ParseCommandLine({"--model-repository=/m", "--response-cache-byte-size=8192"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.response_cache_bytes, 8192u);
+  cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok());
+  EXPECT_EQ(cl->server.response_cache_bytes, 0u);
+  cl = ParseCommandLine(
+      {"--model-repository=/m", "--cache-config=local,size=1", "--response-cache-byte-size=1"});
+  ASSERT_FALSE(cl.ok());
+  EXPECT_EQ(cl.status().message(),
+            "Incompatible flags --response-cache-byte-size and --cache-config both provided. "
+            "Please provide one or the other.");
+  EXPECT_FALSE(ParseCommandLine({"--model-repository=/m", "--cache-config=redis,host=h"}).ok());
+}
+
 }  // namespace
 }  // namespace inferd
