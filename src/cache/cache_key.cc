@@ -11,7 +11,7 @@ namespace {
 
 // Version of the layout below; a change of layout changes it, so that keys
 // of different layouts can never be equal.
-constexpr std::string_view kMagic = "inferd-cache-key-2";
+constexpr std::string_view kMagic = "inferd-cache-key-3";
 // Input data up to this size is copied into the key (one allocation for a
 // small request); larger data is referenced, so a hit on a large request
 // copies nothing but its response.
@@ -141,7 +141,7 @@ std::string CacheKey::Flatten() const {
 }
 
 StatusOr<CacheKey> BuildCacheKey(std::string_view model, int64_t version,
-                                 const InferRequest& request) {
+                                 const InferRequest& request, uint64_t load_id) {
   // Most requests have a few inputs: no allocation for their order.
   std::array<const InferInput*, 8> fixed{};
   std::vector<const InferInput*> many;
@@ -173,6 +173,7 @@ StatusOr<CacheKey> BuildCacheKey(std::string_view model, int64_t version,
   w.Bytes(kMagic);
   w.Bytes(model);
   w.Fixed<int64_t>(version);
+  w.Fixed<uint64_t>(load_id);
   w.Fixed<uint64_t>(inputs.size());
   for (const InferInput* in : inputs) {
     w.Bytes(in->name);

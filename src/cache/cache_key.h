@@ -54,10 +54,12 @@ class CacheKey {
   uint64_t hash_ = 0;
 };
 
-// The key of `request` for version `version` of model `model`.
-// FAILED_PRECONDITION when an input is not in CPU memory (GPU shared
-// memory): such a request is not cached.
+// The key of `request` for version `version` of model `model`, loaded as
+// `load_id` (distinct for every load of a version, so that a model reloaded
+// with new files under the same version number never answers from its
+// previous files' entries). FAILED_PRECONDITION when an input is not in CPU
+// memory (GPU shared memory): such a request is not cached.
 StatusOr<CacheKey> BuildCacheKey(std::string_view model, int64_t version,
-                                 const InferRequest& request);
+                                 const InferRequest& request, uint64_t load_id = 0);
 
 }  // namespace inferd

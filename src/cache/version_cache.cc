@@ -1,5 +1,6 @@
 #include "cache/version_cache.h"
 
+#include <atomic>
 #include <variant>
 
 namespace inferd {
@@ -47,6 +48,10 @@ class InsertingSink final : public InferResponseSink {
   std::unique_ptr<InferResponseSink> inner_;
 };
 
+// Every load of a version gets its own id: a reload's entries never match
+// the previous load's.
+std::atomic<uint64_t> next_load_id{1};
+
 }  // namespace
 
 VersionCache::VersionCache(std::shared_ptr<ResponseCache> cache, std::string model, int64_t version,
@@ -54,6 +59,7 @@ VersionCache::VersionCache(std::shared_ptr<ResponseCache> cache, std::string mod
     : cache_(std::move(cache)),
       model_(std::move(model)),
       version_(version),
+      load_id_(next_load_id.fetch_add(1, std::memory_order_relaxed)),
       stats_(stats),
       clock_(clock) {}
 
@@ -62,7 +68,7 @@ bool VersionCache::Serve(std::unique_ptr<InferRequest>& request,
   // A sequence's answer depends on its state, not only on its inputs.
   if (!std::holds_alternative<std::monostate>(request->correlation_id)) return false;
   const auto arrival = clock_->Now();
-  auto key = BuildCacheKey(model_, version_, *request);
+  auto key = BuildCacheKey(model_, version_, *request, load_id_);
   if (!key.ok()) return false;  // an input in GPU memory
   std::unique_ptr<InferResponse> hit = cache_->Lookup(*key);
   const auto looked_up = clock_->Now();

@@ -46,6 +46,7 @@ class VersionCache {
   std::shared_ptr<ResponseCache> cache_;
   const std::string model_;
   const int64_t version_;
+  const uint64_t load_id_;  // distinct per VersionCache (per load): cache_key.h
   ModelStats* const stats_;
   Clock* const clock_;
 };

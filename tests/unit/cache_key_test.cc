@@ -81,6 +81,7 @@ TEST(CacheKeyTest, EveryFieldChangesTheKey) {
   }
   EXPECT_NE(Key(*TwoInputs(), "n"), base) << "model name";
   EXPECT_NE(Key(*TwoInputs(), "m", 2), base) << "version";
+  EXPECT_NE(BuildCacheKey("m", 1, *TwoInputs(), 7)->Flatten(), base) << "load id";
 }
 
 TEST(CacheKeyTest, RequestedOutputOrderAndClassificationAreExact) {

@@ -180,6 +180,23 @@ TEST(VersionCacheTest, MissInsertsOnSuccessThenHitAnswersWithTheRequestId) {
   EXPECT_EQ(s.execution_count, 0u);
 }
 
+TEST(VersionCacheTest, AReloadDoesNotAnswerFromThePreviousLoad) {
+  auto cache = std::make_shared<ResponseCache>(1 << 20);
+  ModelStats stats;
+  VersionCache before(cache, "m", 1, &stats, RealClock::Get());
+  Answer a;
+  auto req = Request("abc", "r1");
+  auto sink = Into(a);
+  ASSERT_FALSE(before.Serve(req, sink));
+  sink->Send(Response(8, 'z'), /*final=*/true);
+  VersionCache reloaded(cache, "m", 1, &stats, RealClock::Get());  // same name and version
+  Answer b;
+  auto req2 = Request("abc", "r2");
+  auto sink2 = Into(b);
+  EXPECT_FALSE(reloaded.Serve(req2, sink2)) << "a miss: new files may answer differently";
+  sink2->Finish(Internal("unused"));
+}
+
 TEST(VersionCacheTest, FailedResponsesAreNotCached) {
   auto cache = std::make_shared<ResponseCache>(1 << 20);
   ModelStats stats;
