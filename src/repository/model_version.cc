@@ -3,6 +3,7 @@
 #include "core/classification.h"
 #include "repository/config_support.h"
 #include "repository/model_config_util.h"
+#include "repository/model_warmup.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
@@ -99,6 +100,10 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
   auto instances = CreateInstances(config, *mv->backend_model_);
   if (!instances.ok()) return instances.status();
   ModelIdentity identity{mv->spec_.name, version, &mv->spec_};
+  // model_warmup: every instance runs the samples before the scheduler
+  // (and so any request) exists; a failure fails the load.
+  INFERD_RETURN_IF_ERROR(
+      WarmUpInstances(config, model_dir, mv->spec_, identity, *instances, clock));
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
                                                          &mv->stats_, clock);

@@ -92,10 +92,6 @@ const Row kRefused[] = {
      "'instance_group.rate_limiter'"},
     {kBase, "cc_model_filenames { key: \"7.5\" value: \"model_t4.plan\" }\n",
      "'cc_model_filenames'"},
-    {kBase,
-     "model_warmup [ { name: \"w\" batch_size: 1 inputs { key: \"INPUT0\" value { data_type: "
-     "TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]\n",
-     "'model_warmup'"},
     {kBase, "model_operations { op_library_filename: \"libops.so\" }\n", "'model_operations'"},
     {kBase, "model_repository_agents { agents [ { name: \"checksum\" } ] }\n",
      "'model_repository_agents'"},
