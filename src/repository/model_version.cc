@@ -100,10 +100,13 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
   auto instances = CreateInstances(config, *mv->backend_model_);
   if (!instances.ok()) return instances.status();
   ModelIdentity identity{mv->spec_.name, version, &mv->spec_};
-  // model_warmup: every instance runs the samples before the scheduler
-  // (and so any request) exists; a failure fails the load.
-  INFERD_RETURN_IF_ERROR(
-      WarmUpInstances(config, model_dir, mv->spec_, identity, *instances, clock));
+  // model_warmup: each instance thread runs the samples before it takes
+  // requests; the version is returned (and turns READY) only after all did.
+  auto warmup = InstanceWarmup::Create(config, model_dir, identity, instances->size(), clock);
+  if (!warmup.ok()) return warmup.status();
+  if (*warmup) {
+    sched.instance_start = [w = *warmup](size_t i, BackendInstance& inst) { w->Run(i, inst); };
+  }
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
                                                          &mv->stats_, clock);
@@ -111,6 +114,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
     mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(*instances),
                                                              &mv->stats_, clock);
   }
+  if (*warmup) INFERD_RETURN_IF_ERROR((*warmup)->Wait());  // mv's destructor stops the threads
   mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();
   return mv;
 }

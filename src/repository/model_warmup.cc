@@ -276,19 +276,43 @@ Status RunWarmup(const std::vector<WarmupSample>& samples, const ModelSpec& spec
   return Status::Ok();
 }
 
-Status WarmUpInstances(const inference::ModelConfig& config, const std::string& model_dir,
-                       const ModelSpec& spec, const ModelIdentity& model,
-                       std::span<const std::unique_ptr<BackendInstance>> instances, Clock* clock) {
-  if (config.model_warmup_size() == 0) return Status::Ok();
+StatusOr<std::shared_ptr<InstanceWarmup>> InstanceWarmup::Create(
+    const inference::ModelConfig& config, const std::string& model_dir, const ModelIdentity& model,
+    size_t instances, Clock* clock) {
+  if (config.model_warmup_size() == 0 || instances == 0) return std::shared_ptr<InstanceWarmup>();
   auto samples = BuildWarmupSamples(config, model_dir);
   if (!samples.ok()) return samples.status();
-  if (samples->empty()) return Status::Ok();
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const auto start = clock->Now();
-    INFERD_RETURN_IF_ERROR(RunWarmup(*samples, spec, model, *instances[i], clock));
-    INFERD_LOG(Info) << "model '" << EscapeControl(model.name) << "' version " << model.version
-                     << ": warmup of instance " << i << " took "
-                     << ElapsedNs(start, clock->Now()) / 1000 << " us";
+  if (samples->empty()) return std::shared_ptr<InstanceWarmup>();
+  return std::shared_ptr<InstanceWarmup>(
+      new InstanceWarmup(std::move(*samples), model, instances, clock));
+}
+
+InstanceWarmup::InstanceWarmup(std::vector<WarmupSample> samples, const ModelIdentity& model,
+                               size_t instances, Clock* clock)
+    : samples_(std::move(samples)),
+      model_(model),
+      clock_(clock),
+      results_(instances),
+      remaining_(instances) {}
+
+void InstanceWarmup::Run(size_t index, BackendInstance& instance) {
+  const auto start = clock_->Now();
+  Status status = RunWarmup(samples_, *model_.spec, model_, instance, clock_);
+  if (status.ok()) {
+    INFERD_LOG(Info) << "model '" << EscapeControl(model_.name) << "' version " << model_.version
+                     << ": warmup of instance " << index << " took "
+                     << ElapsedNs(start, clock_->Now()) / 1000 << " us";
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (index < results_.size()) results_[index] = std::move(status);
+  if (remaining_ > 0 && --remaining_ == 0) done_.notify_all();
+}
+
+Status InstanceWarmup::Wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [&] { return remaining_ == 0; });
+  for (const Status& s : results_) {
+    if (!s.ok()) return s;
   }
   return Status::Ok();
 }

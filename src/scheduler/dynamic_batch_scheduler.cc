@@ -46,7 +46,10 @@ DynamicBatchScheduler::DynamicBatchScheduler(
   if (config_.preserve_ordering) ordering_ = std::make_shared<ResponseOrder>();
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
-    threads_.emplace_back([this, i] { InstanceLoop(i); });
+    threads_.emplace_back([this, i, start = config.instance_start] {
+      if (start) start(i, *instances_[i]);  // model warmup, on the thread requests run on
+      InstanceLoop(i);
+    });
   }
 }
 
