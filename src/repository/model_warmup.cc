@@ -150,7 +150,7 @@ class WarmupResults {
  public:
   explicit WarmupResults(size_t n) : errors_(n), remaining_(n) {}
 
-  void Finish(size_t index, Status status) {
+  void Finish(size_t index, const Status& status) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!status.ok()) errors_[index] = status.message();
     if (--remaining_ == 0) done_.notify_all();
@@ -186,13 +186,13 @@ class WarmupSink final : public InferResponseSink {
   void Send(std::unique_ptr<InferResponse> /*response*/, bool final) override {
     if (final) Report(Status::Ok());
   }
-  void Finish(Status status) override { Report(std::move(status)); }
+  void Finish(Status status) override { Report(status); }
 
  private:
-  void Report(Status status) {
+  void Report(const Status& status) {
     if (finished_) return;
     finished_ = true;
-    results_->Finish(index_, std::move(status));
+    results_->Finish(index_, status);
   }
 
   std::shared_ptr<WarmupResults> results_;
