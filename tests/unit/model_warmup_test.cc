@@ -9,9 +9,13 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <thread>
 
+#include "core/request_validator.h"
 #include "repository/model_config_util.h"
 #include "repository/model_version.h"
+#include "scheduler/dynamic_batch_scheduler.h"
 
 namespace inferd {
 namespace {
@@ -50,9 +54,11 @@ class RecordingInstance final : public BackendInstance {
       if (fail) item.status = Internal("boom");
     }
     executions.push_back(std::move(seen));
+    threads.push_back(std::this_thread::get_id());
   }
   bool fail = false;
   std::vector<std::vector<SeenItem>> executions;
+  std::vector<std::thread::id> threads;  // of each execution
 };
 
 class ModelWarmupTest : public ::testing::Test {
@@ -233,6 +239,55 @@ model_warmup [ { name: "wrong" batch_size: 1
   EXPECT_EQ(st.message().rfind("failed to run warmup sample 'wrong': ", 0), 0u) << st.message();
   EXPECT_NE(st.message().find("INPUT0"), std::string::npos) << st.message();
   EXPECT_TRUE(inst.executions.empty());
+}
+
+// Finishes a promise with the request's outcome.
+class PromiseSink final : public InferResponseSink {
+ public:
+  explicit PromiseSink(std::promise<Status>& p) : p_(p) {}
+  void Send(std::unique_ptr<InferResponse> /*response*/, bool final) override {
+    if (final) p_.set_value(Status::Ok());
+  }
+  void Finish(Status status) override { p_.set_value(status); }
+
+ private:
+  std::promise<Status>& p_;
+};
+
+TEST_F(ModelWarmupTest, WarmupRunsOnTheThreadThatServesTheRequests) {
+  auto config = Config(kZero);
+  const ModelSpec spec = SpecFromConfig(config);
+  const ModelIdentity identity{"m", 1, &spec};
+  auto warmup = InstanceWarmup::Create(config, ModelDir(), identity, 1, RealClock::Get());
+  ASSERT_TRUE(warmup.ok() && *warmup);
+  auto owned = std::make_unique<RecordingInstance>();
+  RecordingInstance* inst = owned.get();
+  std::vector<std::unique_ptr<BackendInstance>> instances;
+  instances.push_back(std::move(owned));
+  SchedulerConfig sched = SchedulerConfigFromConfig(config);
+  sched.instance_start = [w = *warmup](size_t i, BackendInstance& b) { w->Run(i, b); };
+  ModelStats stats;
+  DynamicBatchScheduler scheduler(identity, sched, std::move(instances), &stats, RealClock::Get());
+  ASSERT_TRUE((*warmup)->Wait().ok());
+  ASSERT_EQ(inst->executions.size(), 2u);  // before any request
+
+  std::promise<Status> done;
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = std::make_unique<InferRequest>();
+  std::string zeros(16, '\0');
+  for (const char* name : {"INPUT0", "INPUT1"}) {
+    pending->request->inputs.push_back(
+        {name, DataType::kInt32, {1, 4}, {zeros.data(), zeros.size()}});
+  }
+  ASSERT_TRUE(ValidateRequest(spec, *pending->request).ok());
+  pending->sink = std::make_unique<PromiseSink>(done);
+  scheduler.Enqueue(std::move(pending));
+  EXPECT_TRUE(done.get_future().get().ok());
+  scheduler.Stop();
+  ASSERT_EQ(inst->threads.size(), 3u);
+  EXPECT_EQ(inst->threads[0], inst->threads[2]);  // warmup and the request: one thread
+  EXPECT_NE(inst->threads[0], std::this_thread::get_id());
+  EXPECT_EQ(stats.Snapshot().execution_count, 1u);  // the request only
 }
 
 // Through ModelVersion::Load with the built-in add_sub backend.
