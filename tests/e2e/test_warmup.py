@@ -9,6 +9,7 @@ Triton's text; warmup/ is not taken for a version directory."""
 
 import json
 import os
+import shutil
 import struct
 import sys
 import unittest
@@ -120,6 +121,19 @@ class WarmupTest(ServerTestCase):
                 'model_warmup [ { name: "w" batch_size: 1 inputs { key: "A" value { '
                 'data_type: TYPE_INT32 dims: [ 16 ] zero_data: true } } } ]\n')
         write_model(repo, "ens", ens)
+        # A decoupled model (several responses, sent from the stub after execute returned):
+        # the load waits for each warmup request's final answer.
+        d = os.path.join(repo, "streamer")
+        shutil.copytree(os.path.join(harness.REPO_ROOT, "examples", "models", "char_streamer"), d)
+        with open(os.path.join(d, "config.pbtxt")) as f:
+            cfg = f.read().replace('name: "char_streamer"', 'name: "streamer"')
+        with open(os.path.join(d, "config.pbtxt"), "w") as f:
+            f.write(cfg + 'model_warmup [ { name: "prompt" batch_size: 2 count: 2 inputs { '
+                    'key: "PROMPT" value { data_type: TYPE_STRING dims: [ 1 ] '
+                    'input_data_file: "prompt.bin" } } } ]\n')
+        os.makedirs(os.path.join(d, "warmup"))
+        with open(os.path.join(d, "warmup", "prompt.bin"), "wb") as f:
+            f.write(struct.pack("<I", 5) + b"hello")
         return [repo]
 
     def entries(self, name):
@@ -171,6 +185,14 @@ class WarmupTest(ServerTestCase):
         s = self.stats("counting")
         self.assertEqual((s["inference_count"], s["execution_count"]), (1, 1), s)
         self.assertEqual(len(read_log(self.log)), before + 1)
+
+    def test_decoupled_model_warms_up_with_string_file_data(self):
+        self.assertEqual(self.entries("streamer"),
+                         [{"name": "streamer", "version": "1", "state": "READY"}])
+        s = self.stats("streamer")
+        self.assertEqual((s["inference_count"], s["execution_count"]), (0, 0), s)
+        self.assertTrue(any("model 'streamer' version 1: warmup of instance 0 took" in line
+                            for line in self.server.log()), self.diag())
 
     def test_failing_warmups_leave_the_model_unavailable_with_the_reason(self):
         self.assertUnavailable(
