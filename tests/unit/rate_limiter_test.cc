@@ -1,6 +1,7 @@
 // RateLimiter: capacities (defaults, --rate-limit-resource, global vs per
 // device), conflicts, mutual exclusion, the priority split, interruption,
-// and the hook in DynamicBatchScheduler (no overlap, no inline runs).
+// and the hooks in DynamicBatchScheduler (no overlap, no inline runs) and
+// SequenceScheduler.
 #include "scheduler/rate_limiter.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "scheduler/dynamic_batch_scheduler.h"
+#include "scheduler/sequence_scheduler.h"
 #include "scheduler_test_util.h"
 
 namespace inferd {
@@ -290,6 +292,40 @@ TEST(RateLimiterSchedulerTest, TwoModelsSharingOneCopyNeverOverlapAndNeverRunInl
   a->Stop();
   b->Stop();
   EXPECT_TRUE(rl->Capacities(0).empty());  // unregistered at Stop
+}
+
+// Two sequences, pinned to the two instances of a sequence model, whose
+// instances share one copy: their executions never overlap.
+TEST(RateLimiterSchedulerTest, SequenceInstancesSharingOneCopyNeverOverlap) {
+  auto rl = std::make_shared<RateLimiter>();
+  std::atomic<int> running{0}, peak{0}, on_caller{0};
+  std::vector<std::unique_ptr<BackendInstance>> inst;
+  for (int i = 0; i < 2; ++i) {
+    inst.push_back(
+        std::make_unique<OverlapInstance>(&running, &peak, &on_caller, std::this_thread::get_id()));
+  }
+  auto ids = rl->Register({Inst("s", {{"R", false, 1}}), Inst("s", {{"R", false, 1}})});
+  ASSERT_TRUE(ids.ok());
+  SchedulerConfig config;
+  config.kind = SchedulerConfig::Kind::kSequence;
+  ModelStats stats;
+  SequenceScheduler s(ModelIdentity{"s", 1}, config, std::move(inst), &stats, RealClock::Get(),
+                      RateLimitRegistration(rl, *ids));
+  testing::Results results;
+  constexpr int kEach = 20;
+  for (int i = 0; i < kEach; ++i) {
+    for (uint64_t seq : {uint64_t{1}, uint64_t{2}}) {
+      auto p = testing::Request(std::to_string(seq) + "_" + std::to_string(i), i, results);
+      p->request->correlation_id = seq;
+      p->request->sequence_start = i == 0;
+      s.Enqueue(std::move(p));
+    }
+  }
+  ASSERT_TRUE(results.WaitFor(2 * kEach));
+  for (auto& [id, st] : results.status) EXPECT_TRUE(st.ok()) << id << ": " << st.message();
+  EXPECT_EQ(peak.load(), 1);
+  s.Stop();
+  EXPECT_TRUE(rl->Capacities(0).empty());
 }
 
 TEST(RateLimiterSchedulerTest, StopReturnsWhileAnotherInstanceHoldsTheResource) {
