@@ -131,7 +131,7 @@ class RateLimiterTest(ServerTestCase):
         self.assertEqual(overlaps(runs), [])
 
     def test_priorities_split_executions_two_to_one(self):
-        runs, errors = load(self.server, ["p1", "p2"], 2.0)
+        runs, errors = load(self.server, ["p1", "p2"], 2.0, clients_each=6)
         self.assertEqual(errors, [], self.diag())
         self.assertEqual(overlaps(runs), [])
         # Count only while both models had work: from the later first start to the earlier
