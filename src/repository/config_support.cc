@@ -111,14 +111,6 @@ const Rule kRules[] = {
        return First("instance_group", c.instance_group(),
                     [](const auto& g) { return g.passive(); });
      }},
-    {"instance_group.rate_limiter", ConfigSupport::kRefused,
-     "the rate limiter (resources, priority) is not implemented",
-     [](const ModelConfig& c) {
-       return First("instance_group", c.instance_group(), [](const auto& g) {
-         return g.has_rate_limiter() &&
-                (g.rate_limiter().resources_size() > 0 || g.rate_limiter().priority() > 0);
-       });
-     }},
     {"cc_model_filenames", ConfigSupport::kRefused,
      "the model file is always 'default_model_filename'",
      [](const ModelConfig& c) { return If(!c.cc_model_filenames().empty()); }},

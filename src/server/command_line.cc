@@ -122,6 +122,30 @@ Setter LatencyBuckets(std::vector<double>& target) {
   };
 }
 
+// --rate-limit=off|execution_count (case-insensitive).
+Setter RateLimitMode(bool& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    if (strcasecmp(v.c_str(), "off") == 0) {
+      target = false;
+    } else if (strcasecmp(v.c_str(), "execution_count") == 0) {
+      target = true;
+    } else {
+      return InvalidArgument("--" + f + " must be off or execution_count, got '" + v + "'");
+    }
+    return Status::Ok();
+  };
+}
+
+// --rate-limit-resource=<name>:<count>[:<device>] (repeatable).
+Setter RateLimitResourceFlag(std::vector<RateLimitResourceOverride>& target) {
+  return [&target](const std::string&, const std::string& v) {
+    auto r = ParseRateLimitResource(v);
+    if (!r.ok()) return r.status();
+    target.push_back(std::move(*r));
+    return Status::Ok();
+  };
+}
+
 Setter Restricted(RestrictedApis& target) {
   return [&target](const std::string& f, const std::string& v) { return target.Add(f, v); };
 }
@@ -196,6 +220,8 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"metrics-port", Integer(cl.metrics_port, 0, 65535)},
       {"metrics-interval-ms", Integer(cl.metrics_interval_ms, 1, 3600000)},
       {"metrics-latency-buckets", LatencyBuckets(s.histograms.latency_buckets_s)},
+      {"rate-limit", RateLimitMode(s.rate_limit)},
+      {"rate-limit-resource", RateLimitResourceFlag(s.rate_limit_resources)},
       {"log-verbose", Integer(cl.log.verbose, 0, 100)},
       {"log-info", Boolean(cl.log.info)},
       {"log-warning", Boolean(cl.log.warning)},
@@ -364,6 +390,15 @@ Metrics (Prometheus, GET /metrics; docs/metrics.md)
   --metrics-latency-buckets=<s,s,...>
                                  latency histogram bucket bounds, seconds, ascending
                                  (default 0.00005,0.0001,0.00025,...,2.5,5,10)
+
+Rate limiter (docs/rate_limiter.md)
+  --rate-limit=<mode>            off (default: instance_group rate_limiter settings are
+                                 ignored) | execution_count (an instance runs only when the
+                                 resources its group declares are free; priority weights turns)
+  --rate-limit-resource=<name>:<count>[:<device>]
+                                 copies of a resource, on every device or on one (repeatable;
+                                 the device is ignored for global resources; default: the
+                                 largest count a loaded instance asks for)
 
 Logging (stderr; docs: README.md)
   --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model

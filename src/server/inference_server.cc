@@ -39,6 +39,9 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
     Infer(std::move(r), std::move(sink));
   };
   mo.histograms = options_.histograms;
+  if (options_.rate_limit) {
+    mo.rate_limiter = std::make_shared<RateLimiter>(options_.rate_limit_resources);
+  }
   manager_ = std::make_unique<ModelManager>(std::move(mo));
   SetInferenceCaller(&caller_);
 }

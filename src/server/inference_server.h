@@ -30,6 +30,7 @@
 #include "repository/model_manager.h"
 #include "repository/repository_fetch_metrics.h"
 #include "repository/repository_poller.h"
+#include "scheduler/rate_limiter.h"
 #include "server/control_plane.h"
 #include "server/inflight_tracker.h"
 #include "shm/cuda_shm_manager.h"
@@ -71,6 +72,10 @@ struct ServerOptions {
   bool allow_client_shm = false;     // clients may register shared-memory regions
   std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
   RequestLimits request_limits;      // model-independent bounds on every inference request
+  // --rate-limit=execution_count (false: off, rate_limiter config ignored)
+  // and --rate-limit-resource capacities (docs/rate_limiter.md).
+  bool rate_limit = false;
+  std::vector<RateLimitResourceOverride> rate_limit_resources;
 };
 
 struct TensorMetadata {

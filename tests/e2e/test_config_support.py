@@ -27,9 +27,6 @@ BASE = model_config("%s", "identity", [("INPUT0", "TYPE_FP32", (4,))],
 # model name -> (extra config, text the reason must contain)
 REFUSED = {
     "cache": ("response_cache { enable: true }", "'response_cache'"),
-    "limiter": ('instance_group [ { name: "g" kind: KIND_CPU rate_limiter { resources [ '
-                '{ name: "R1" count: 1 } ] priority: 2 } } ]',
-                "'instance_group.rate_limiter' (instance_group 'g')"),
     "agents": ('model_repository_agents { agents [ { name: "checksum" } ] }',
                "'model_repository_agents'"),
     "ops": ('model_operations { op_library_filename: "libops.so" }', "'model_operations'"),
