@@ -4,6 +4,8 @@
 #include "core/log.h"
 #include "repository/config_support.h"
 #include "repository/model_config_util.h"
+#include "repository/model_warmup.h"
+#include "repository/rate_limit_config.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
@@ -134,14 +136,26 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
 
   auto instances = CreateInstances(config, *mv->backend_model_);
   if (!instances.ok()) return instances.status();
+  // --rate-limit=execution_count: the limited instances register now (a
+  // conflict fails the load); the scheduler unregisters them at Stop.
+  auto limits = RegisterRateLimits(services.rate_limiter, config, mv->spec_.name, version);
+  if (!limits.ok()) return limits.status();
   ModelIdentity identity{mv->spec_.name, version, &mv->spec_};
+  // model_warmup: each instance thread runs the samples before it takes
+  // requests; the version is returned (and turns READY) only after all did.
+  auto warmup = InstanceWarmup::Create(config, model_dir, identity, instances->size(), clock);
+  if (!warmup.ok()) return warmup.status();
+  if (*warmup) {
+    sched.instance_start = [w = *warmup](size_t i, BackendInstance& inst) { w->Run(i, inst); };
+  }
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
-                                                         &mv->stats_, clock);
+                                                         &mv->stats_, clock, std::move(*limits));
   } else {
-    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(*instances),
-                                                             &mv->stats_, clock);
+    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(
+        identity, sched, std::move(*instances), &mv->stats_, clock, std::move(*limits));
   }
+  if (*warmup) INFERD_RETURN_IF_ERROR((*warmup)->Wait());  // mv's destructor stops the threads
   mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();
   return mv;
 }

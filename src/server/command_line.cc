@@ -123,6 +123,30 @@ Setter LatencyBuckets(std::vector<double>& target) {
   };
 }
 
+// --rate-limit=off|execution_count (case-insensitive).
+Setter RateLimitMode(bool& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    if (strcasecmp(v.c_str(), "off") == 0) {
+      target = false;
+    } else if (strcasecmp(v.c_str(), "execution_count") == 0) {
+      target = true;
+    } else {
+      return InvalidArgument("--" + f + " must be off or execution_count, got '" + v + "'");
+    }
+    return Status::Ok();
+  };
+}
+
+// --rate-limit-resource=<name>:<count>[:<device>] (repeatable).
+Setter RateLimitResourceFlag(std::vector<RateLimitResourceOverride>& target) {
+  return [&target](const std::string&, const std::string& v) {
+    auto r = ParseRateLimitResource(v);
+    if (!r.ok()) return r.status();
+    target.push_back(std::move(*r));
+    return Status::Ok();
+  };
+}
+
 Setter Restricted(RestrictedApis& target) {
   return [&target](const std::string& f, const std::string& v) { return target.Add(f, v); };
 }
@@ -200,6 +224,8 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"cache-config", Append(cl.cache_config)},
       {"response-cache-byte-size",
        Integer(cl.response_cache_byte_size, 0, std::numeric_limits<int64_t>::max())},
+      {"rate-limit", RateLimitMode(s.rate_limit)},
+      {"rate-limit-resource", RateLimitResourceFlag(s.rate_limit_resources)},
       {"log-verbose", Integer(cl.log.verbose, 0, 100)},
       {"log-info", Boolean(cl.log.info)},
       {"log-warning", Boolean(cl.log.warning)},
@@ -380,6 +406,15 @@ Response cache (docs/response_cache.md)
   --response-cache-byte-size=<bytes>
                                  deprecated (Triton's) form of --cache-config local,size=<bytes>;
                                  0: no cache; not together with --cache-config
+
+Rate limiter (docs/rate_limiter.md)
+  --rate-limit=<mode>            off (default: instance_group rate_limiter settings are
+                                 ignored) | execution_count (an instance runs only when the
+                                 resources its group declares are free; priority weights turns)
+  --rate-limit-resource=<name>:<count>[:<device>]
+                                 copies of a resource, on every device or on one (repeatable;
+                                 the device is ignored for global resources; default: the
+                                 largest count a loaded instance asks for)
 
 Logging (stderr; docs: README.md)
   --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model

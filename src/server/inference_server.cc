@@ -43,6 +43,9 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
     response_cache_ = std::make_shared<ResponseCache>(options_.response_cache_bytes);
     mo.response_cache = response_cache_;
   }
+  if (options_.rate_limit) {
+    mo.rate_limiter = std::make_shared<RateLimiter>(options_.rate_limit_resources);
+  }
   manager_ = std::make_unique<ModelManager>(std::move(mo));
   SetInferenceCaller(&caller_);
 }

@@ -31,6 +31,7 @@
 #include "repository/model_manager.h"
 #include "repository/repository_fetch_metrics.h"
 #include "repository/repository_poller.h"
+#include "scheduler/rate_limiter.h"
 #include "server/control_plane.h"
 #include "server/inflight_tracker.h"
 #include "shm/cuda_shm_manager.h"
@@ -75,6 +76,10 @@ struct ServerOptions {
   // --cache-config local,size=N / --response-cache-byte-size: the response
   // cache's capacity in bytes; 0: no cache (docs/response_cache.md).
   uint64_t response_cache_bytes = 0;
+  // --rate-limit=execution_count (false: off, rate_limiter config ignored)
+  // and --rate-limit-resource capacities (docs/rate_limiter.md).
+  bool rate_limit = false;
+  std::vector<RateLimitResourceOverride> rate_limit_resources;
 };
 
 struct TensorMetadata {
