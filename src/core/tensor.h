@@ -22,21 +22,35 @@ struct BufferView {
 };
 
 // A heap buffer that is not zero-filled on creation (outputs are written in
-// full by whoever allocates them).
+// full by whoever allocates them), or, made by Shared(), a read-only view of
+// bytes kept alive by a shared owner (the response cache hands its entries'
+// outputs out this way instead of copying them; nothing writes into a
+// response's outputs once it has left its producer).
 class OwnedBuffer {
  public:
   OwnedBuffer() = default;
   explicit OwnedBuffer(size_t size)
       : data_(size ? std::make_unique_for_overwrite<char[]>(size) : nullptr), size_(size) {}
+  // `size` bytes at `bytes`, alive as long as `owner`; must not be written.
+  static OwnedBuffer Shared(std::shared_ptr<const void> owner, const char* bytes, size_t size) {
+    OwnedBuffer b;
+    b.owner_ = std::move(owner);
+    b.shared_ = bytes;
+    b.size_ = size;
+    return b;
+  }
 
-  char* data() { return data_.get(); }
-  const char* data() const { return data_.get(); }
+  // Writable only when not Shared().
+  char* data() { return shared_ ? const_cast<char*>(shared_) : data_.get(); }
+  const char* data() const { return shared_ ? shared_ : data_.get(); }
   size_t size() const { return size_; }
-  BufferView view() const { return BufferView{data_.get(), size_, MemoryType::kCpu, 0}; }
+  BufferView view() const { return BufferView{data(), size_, MemoryType::kCpu, 0}; }
 
  private:
   std::unique_ptr<char[]> data_;
   size_t size_ = 0;
+  std::shared_ptr<const void> owner_;  // Shared(): keeps `shared_` alive
+  const char* shared_ = nullptr;
 };
 
 }  // namespace inferd

@@ -26,6 +26,8 @@ double Us(uint64_t ns) {
 struct ModelFamilySet {
   MetricFamily success, failure, count, exec, pending, load, request_us, queue_us, input_us,
       infer_us, output_us, request_hist, queue_hist, infer_hist, batch_hist, failures;
+  // Response cache, only for versions that cache (PROTOCOL-NEXT §8.1).
+  MetricFamily cache_hits, cache_misses, cache_hit_us, cache_miss_us;
 };
 
 ModelFamilySet EmptyModelFamilies() {
@@ -70,6 +72,18 @@ ModelFamilySet EmptyModelFamilies() {
       Family("inferd_batch_size", "Rows (batch size) per model execution", MetricType::kHistogram);
   f.failures = Family("inferd_model_load_failures_total",
                       "Number of failed attempts to load a model", MetricType::kCounter);
+  f.cache_hits = Family("nv_cache_num_hits_per_model",
+                        "Number of requests answered from the response cache, per model",
+                        MetricType::kCounter);
+  f.cache_misses = Family("nv_cache_num_misses_per_model",
+                          "Number of response cache lookups that found nothing, per model",
+                          MetricType::kCounter);
+  f.cache_hit_us = Family("nv_cache_hit_duration_per_model",
+                          "Cumulative time of cache hits (lookup and copy) in microseconds",
+                          MetricType::kCounter);
+  f.cache_miss_us = Family("nv_cache_miss_duration_per_model",
+                           "Cumulative time of cache misses (lookup and insert) in microseconds",
+                           MetricType::kCounter);
   return f;
 }
 
@@ -99,6 +113,12 @@ void AddVersion(const ModelStatistics& v, ModelFamilySet& f) {
   add(f.input_us, Us(s.compute_input.ns));
   add(f.infer_us, Us(s.compute_infer.ns));
   add(f.output_us, Us(s.compute_output.ns));
+  if (s.response_cache) {
+    add(f.cache_hits, static_cast<double>(s.cache_hit.count));
+    add(f.cache_misses, static_cast<double>(s.cache_miss.count));
+    add(f.cache_hit_us, Us(s.cache_hit.ns));
+    add(f.cache_miss_us, Us(s.cache_miss.ns));
+  }
   auto hist = [&](MetricFamily& family, const HistogramSnapshot& h, double per_unit) {
     if (!h.counts.empty()) family.histograms.push_back(ToHistogramSample(h, per_unit, labels));
   };
@@ -140,9 +160,10 @@ std::vector<MetricFamily> ModelFamilies(const std::vector<ModelStatistics>& vers
   AddLoadFailures(versions, load_failures, f.failures);
   std::vector<MetricFamily> out;
   for (MetricFamily* m :
-       {&f.success, &f.failure, &f.count, &f.exec, &f.pending, &f.load, &f.request_us, &f.queue_us,
-        &f.input_us, &f.infer_us, &f.output_us, &f.request_hist, &f.queue_hist, &f.infer_hist,
-        &f.batch_hist, &f.failures}) {
+       {&f.success,   &f.failure,      &f.count,        &f.exec,         &f.pending,
+        &f.load,      &f.request_us,   &f.queue_us,     &f.input_us,     &f.infer_us,
+        &f.output_us, &f.request_hist, &f.queue_hist,   &f.infer_hist,   &f.batch_hist,
+        &f.failures,  &f.cache_hits,   &f.cache_misses, &f.cache_hit_us, &f.cache_miss_us}) {
     out.push_back(std::move(*m));
   }
   return out;

@@ -111,25 +111,13 @@ const Rule kRules[] = {
        return First("instance_group", c.instance_group(),
                     [](const auto& g) { return g.passive(); });
      }},
-    {"instance_group.rate_limiter", ConfigSupport::kRefused,
-     "the rate limiter (resources, priority) is not implemented",
-     [](const ModelConfig& c) {
-       return First("instance_group", c.instance_group(), [](const auto& g) {
-         return g.has_rate_limiter() &&
-                (g.rate_limiter().resources_size() > 0 || g.rate_limiter().priority() > 0);
-       });
-     }},
     {"cc_model_filenames", ConfigSupport::kRefused,
      "the model file is always 'default_model_filename'",
      [](const ModelConfig& c) { return If(!c.cc_model_filenames().empty()); }},
-    {"model_warmup", ConfigSupport::kRefused, "warmup samples are not run",
-     [](const ModelConfig& c) { return If(c.model_warmup_size() > 0); }},
     {"model_operations", ConfigSupport::kRefused, "custom operation libraries are not loaded",
      [](const ModelConfig& c) { return If(c.model_operations().op_library_filename_size() > 0); }},
     {"model_repository_agents", ConfigSupport::kRefused, "repository agents are not run",
      [](const ModelConfig& c) { return If(c.model_repository_agents().agents_size() > 0); }},
-    {"response_cache", ConfigSupport::kRefused, "there is no response cache",
-     [](const ModelConfig& c) { return If(c.response_cache().enable()); }},
     // ---- warned: performance only ----
     {"optimization.graph", ConfigSupport::kWarned, "graph optimisation levels are not applied",
      [](const ModelConfig& c) { return If(c.optimization().has_graph()); }},
@@ -244,6 +232,14 @@ Status CheckSequenceControls(const ModelConfig& c) {
   return Status::Ok();
 }
 
+// model_warmup runs on instances; an ensemble has none (Triton's text).
+Status CheckWarmupAllowed(const ModelConfig& c) {
+  if (c.model_warmup_size() > 0 && c.platform() == "ensemble") {
+    return InvalidArgument("model_warmup can not be specified for ensemble '" + c.name() + "'");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::vector<ConfigFinding> FindUnsupportedConfig(const ModelConfig& config) {
@@ -270,6 +266,7 @@ Status CheckConfigSupport(const ModelConfig& config, std::vector<std::string>* w
   INFERD_RETURN_IF_ERROR(CheckInputFormats(config));
   INFERD_RETURN_IF_ERROR(CheckSequenceControls(config));
   INFERD_RETURN_IF_ERROR(ValidateSequenceStates(config));
+  INFERD_RETURN_IF_ERROR(CheckWarmupAllowed(config));
   for (auto& f : FindUnsupportedConfig(config)) {
     if (f.support == ConfigSupport::kRefused) return InvalidArgument(f.message);
     if (warnings != nullptr) warnings->push_back(std::move(f.message));

@@ -1,8 +1,11 @@
 #include "repository/model_version.h"
 
 #include "core/classification.h"
+#include "core/log.h"
 #include "repository/config_support.h"
 #include "repository/model_config_util.h"
+#include "repository/model_warmup.h"
+#include "repository/rate_limit_config.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
@@ -41,6 +44,39 @@ StatusOr<std::vector<std::unique_ptr<BackendInstance>>> CreateInstances(
   return instances;
 }
 
+// The response cache's load-time rules (Triton's texts): a sequence's or a
+// decoupled model's answers are not a function of one request's inputs.
+Status CheckResponseCache(const inference::ModelConfig& config) {
+  if (!config.response_cache().enable()) return Status::Ok();
+  if (config.has_sequence_batching()) {
+    return InvalidArgument("Response Cache does not currently support model " + config.name() +
+                           " with sequence batching scheduler. Please disable the response cache.");
+  }
+  if (config.model_transaction_policy().decoupled()) {
+    return InvalidArgument("Response Cache does not currently support model " + config.name() +
+                           " with 'decoupled' transaction policy. Please disable the response "
+                           "cache.");
+  }
+  return Status::Ok();
+}
+
+// The version's cache use: on when the config enables it and the server has
+// a cache (--cache-config); enabled without one it is ignored, as in Triton.
+std::unique_ptr<VersionCache> MakeVersionCache(const inference::ModelConfig& config,
+                                               int64_t version, const VersionServices& services,
+                                               ModelStats& stats) {
+  if (!config.response_cache().enable()) return nullptr;
+  if (services.response_cache == nullptr) {
+    INFERD_LOG(Info) << "model '" << config.name()
+                     << "' enables response_cache but the server has no cache (--cache-config): "
+                        "responses are not cached";
+    return nullptr;
+  }
+  stats.EnableCacheStats();
+  return std::make_unique<VersionCache>(services.response_cache, config.name(), version, &stats,
+                                        services.clock);
+}
+
 }  // namespace
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
@@ -60,6 +96,8 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
     mv->config_warnings_ += (mv->config_warnings_.empty() ? "" : "; ") + f.message;
   }
   INFERD_RETURN_IF_ERROR(LoadClassificationLabels(mv->spec_, model_dir));
+  INFERD_RETURN_IF_ERROR(CheckResponseCache(config));
+  mv->cache_ = MakeVersionCache(config, version, services, mv->stats_);
   SchedulerConfig sched = SchedulerConfigFromConfig(config);
   if (sched.kind == SchedulerConfig::Kind::kEnsemble) {
     // An ensemble has no backend and no instances: its steps run on their
@@ -98,14 +136,26 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
 
   auto instances = CreateInstances(config, *mv->backend_model_);
   if (!instances.ok()) return instances.status();
+  // --rate-limit=execution_count: the limited instances register now (a
+  // conflict fails the load); the scheduler unregisters them at Stop.
+  auto limits = RegisterRateLimits(services.rate_limiter, config, mv->spec_.name, version);
+  if (!limits.ok()) return limits.status();
   ModelIdentity identity{mv->spec_.name, version, &mv->spec_};
+  // model_warmup: each instance thread runs the samples before it takes
+  // requests; the version is returned (and turns READY) only after all did.
+  auto warmup = InstanceWarmup::Create(config, model_dir, identity, instances->size(), clock);
+  if (!warmup.ok()) return warmup.status();
+  if (*warmup) {
+    sched.instance_start = [w = *warmup](size_t i, BackendInstance& inst) { w->Run(i, inst); };
+  }
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
-                                                         &mv->stats_, clock);
+                                                         &mv->stats_, clock, std::move(*limits));
   } else {
-    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(identity, sched, std::move(*instances),
-                                                             &mv->stats_, clock);
+    mv->scheduler_ = std::make_unique<DynamicBatchScheduler>(
+        identity, sched, std::move(*instances), &mv->stats_, clock, std::move(*limits));
   }
+  if (*warmup) INFERD_RETURN_IF_ERROR((*warmup)->Wait());  // mv's destructor stops the threads
   mv->load_seconds_ = std::chrono::duration<double>(clock->Now() - load_start).count();
   return mv;
 }
@@ -114,6 +164,7 @@ ModelVersion::~ModelVersion() { Stop(); }
 
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
+  if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->sink = std::move(sink);

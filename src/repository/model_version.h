@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/backend_registry.h"
+#include "cache/version_cache.h"
 #include "core/model_spec.h"
 #include "repository/version_services.h"
 #include "scheduler/clock.h"
@@ -75,6 +76,9 @@ class ModelVersion {
   std::shared_ptr<ModelHealth> health_ = std::make_shared<ModelHealth>();
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<BackendModel> backend_model_;
+  // The response cache's use by this version; null unless the server has a
+  // cache and the config enables it.
+  std::unique_ptr<VersionCache> cache_;
   std::unique_ptr<Scheduler> scheduler_;  // owns the instances; destroyed first
 };
 

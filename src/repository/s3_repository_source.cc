@@ -442,7 +442,11 @@ bool S3RepositorySource::Pinned(const std::string& directory) const {
 
 bool S3RepositorySource::WantedFiles::Wants(const std::string& path) const {
   const size_t slash = path.find('/');
-  return slash == std::string::npos || versions.count(path.substr(0, slash)) > 0;
+  if (slash == std::string::npos) return true;
+  const std::string top = path.substr(0, slash);
+  // warmup/ (model_warmup's input_data_file) and initial_state/ (sequence
+  // state data_file) are read at load like the top-level files.
+  return versions.count(top) > 0 || top == "warmup" || top == "initial_state";
 }
 
 StatusOr<S3RepositorySource::WantedFiles> S3RepositorySource::Wanted(

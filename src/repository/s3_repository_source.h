@@ -158,8 +158,8 @@ class S3RepositorySource : public RepositorySource {
   // The model's cache state, read from its manifest on first use (and its
   // stale generations removed).
   std::shared_ptr<CachedModel> CacheOf(const std::string& model) const INFERD_EXCLUDES(mu_);
-  // What Materialize(model, versions) must provide: the top-level files and
-  // the requested versions' trees.
+  // What Materialize(model, versions) must provide: the top-level files,
+  // the warmup/ and initial_state/ trees and the requested versions' trees.
   struct WantedFiles {
     ModelObjects files;
     std::vector<std::string> directories;  // directory markers ("1/", "1/empty/")

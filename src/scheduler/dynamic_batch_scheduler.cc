@@ -25,7 +25,8 @@ std::string BatchSignature(const InferRequest& request, bool batching) {
 
 DynamicBatchScheduler::DynamicBatchScheduler(
     ModelIdentity model, const SchedulerConfig& config,
-    std::vector<std::unique_ptr<BackendInstance>> instances, ModelStats* stats, Clock* clock)
+    std::vector<std::unique_ptr<BackendInstance>> instances, ModelStats* stats, Clock* clock,
+    RateLimitRegistration limits)
     : ctx_{std::move(model), stats, clock},
       instances_(std::move(instances)),
       inline_max_exec_ns_(
@@ -44,9 +45,13 @@ DynamicBatchScheduler::DynamicBatchScheduler(
     levels_[l].policy = it != config_.priority_policies.end() ? it->second : config_.default_policy;
   }
   if (config_.preserve_ordering) ordering_ = std::make_shared<ResponseOrder>();
+  limits_ = std::move(limits);
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
-    threads_.emplace_back([this, i] { InstanceLoop(i); });
+    threads_.emplace_back([this, i, start = config.instance_start] {
+      if (start) start(i, *instances_[i]);  // model warmup, on the thread requests run on
+      InstanceLoop(i);
+    });
   }
 }
 
@@ -107,7 +112,8 @@ int DynamicBatchScheduler::LendIdleInstanceLocked() {
     return -1;
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].idle && !slots_[i].lent) {
+    // A rate-limited instance runs only through the limiter, on its thread.
+    if (slots_[i].idle && !slots_[i].lent && !limits_.limited(i)) {
       slots_[i].lent = true;
       ++inline_runs_;
       return static_cast<int>(i);
@@ -150,12 +156,18 @@ void DynamicBatchScheduler::Stop() {
     stopping_ = true;
   }
   cv_.NotifyAll();
+  // A thread waiting for the limiter looks at its queue again (and waits
+  // again only if requests remain to drain).
+  limits_.InterruptAll();
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
-  // Inline runs use the instances too: wait until the last one returns.
-  MutexLock lock(mu_);
-  while (inline_runs_ != 0) cv_.Wait(lock);
+  {
+    // Inline runs use the instances too: wait until the last one returns.
+    MutexLock lock(mu_);
+    while (inline_runs_ != 0) cv_.Wait(lock);
+  }
+  limits_.Reset();
 }
 
 bool DynamicBatchScheduler::EmptyLocked() const {
@@ -211,6 +223,7 @@ void DynamicBatchScheduler::TakeLocked(size_t take,
 
 void DynamicBatchScheduler::InstanceLoop(size_t index) {
   BackendInstance& instance = *instances_[index];
+  RateLimitGate gate(limits_.limiter(), limits_.id(index));
   std::vector<std::unique_ptr<PendingRequest>> batch;
   Failed failed;
   std::vector<BatchCandidate> view;
@@ -236,6 +249,7 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       continue;
     }
     if (EmptyLocked()) {
+      gate.Drop();
       if (stopping_) return;
       slots_[index].idle = true;
       ctx_.clock->WaitUntil(lock.native(), cv_.native(), Clock::TimePoint::max());
@@ -257,7 +271,16 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);  // drain now
     const BatchDecision d = DecideBatch(policy, view, now);
     if (d.take == 0) {
+      gate.Drop();  // hold no resources while a batch fills
       ctx_.clock->WaitUntil(lock.native(), cv_.native(), std::min(d.wake_at, next_deadline));
+      continue;
+    }
+    if (gate.limited() && !gate.held()) {
+      // Wait for the resources without the lock, then look again: another
+      // instance may have taken the work meanwhile.
+      lock.Unlock();
+      gate.Acquire();
+      lock.Lock();
       continue;
     }
     TakeLocked(d.take, batch);
@@ -269,6 +292,7 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     RunBatch(ctx_, instance, batch);
     if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
     lock.Lock();
+    gate.Done(!EmptyLocked());
   }
 }
 

@@ -14,6 +14,10 @@
 // immediate rejection or an inline run. With preserve_ordering each sink is
 // wrapped by the reorder buffer (ResponseOrder) at arrival, so final signals
 // leave in arrival order, errors included.
+// With the rate limiter (rate_limiter.h), a limited instance's thread
+// acquires its resources before taking a batch and releases them after;
+// such an instance is never lent for inline execution, and Stop interrupts
+// its Acquire (queued requests still drain, under the limiter).
 #pragma once
 
 #include <atomic>
@@ -25,6 +29,7 @@
 #include "core/thread_annotations.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
+#include "scheduler/rate_limiter.h"
 #include "scheduler/response_order.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_config.h"
@@ -35,10 +40,11 @@ class DynamicBatchScheduler : public Scheduler {
  public:
   // `config.kind` kNone: no batching; kDynamic: dynamic batching. Takes
   // ownership of the instances and starts one thread per instance. `stats`
-  // and `clock` must outlive the scheduler.
+  // and `clock` must outlive the scheduler. `limits`: the instances'
+  // rate-limiter registrations (none: not limited), released at Stop.
   DynamicBatchScheduler(ModelIdentity model, const SchedulerConfig& config,
                         std::vector<std::unique_ptr<BackendInstance>> instances, ModelStats* stats,
-                        Clock* clock);
+                        Clock* clock, RateLimitRegistration limits = {});
   ~DynamicBatchScheduler() override;
 
   void Enqueue(std::unique_ptr<PendingRequest> pending) override INFERD_EXCLUDES(mu_);
@@ -83,6 +89,7 @@ class DynamicBatchScheduler : public Scheduler {
   std::atomic<uint64_t> avg_exec_ns_{UINT64_MAX};
   // preserve_ordering: final signals held until every earlier one has left.
   std::shared_ptr<ResponseOrder> ordering_;  // null without; fixed after construction
+  RateLimitRegistration limits_;             // fixed until Stop resets it after the joins
 
   Mutex mu_;
   CondVar cv_;

@@ -117,6 +117,9 @@ ModelStatsSnapshot ModelStats::Snapshot() const {
   s.compute_input = compute_input_.Get();
   s.compute_infer = compute_infer_.Get();
   s.compute_output = compute_output_.Get();
+  s.cache_hit = cache_hit_.Get();
+  s.cache_miss = cache_miss_.Get();
+  s.response_cache = response_cache_.load(std::memory_order_relaxed);
   s.fail_rejected = fail_rejected_.load();
   s.fail_cancelled = fail_cancelled_.load();
   s.fail_backend = fail_backend_.load();

@@ -78,6 +78,11 @@ struct ModelStatsSnapshot {
   // failed by the backend, other.
   uint64_t fail_rejected = 0, fail_cancelled = 0, fail_backend = 0, fail_other = 0;
   int64_t pending = 0;  // accepted, not yet started
+  // Response cache (cache/version_cache.h): lookups answered from it
+  // (lookup + copy time) and lookups that missed (lookup + insert time);
+  // `response_cache` when the version caches (its nv_cache_* metrics).
+  DurationStat cache_hit, cache_miss;
+  bool response_cache = false;
   // Histograms (empty unless ConfigureHistograms was called): end-to-end
   // and queue time of successful requests, ns; model execution time per
   // execution, ns; rows per execution.
@@ -93,6 +98,10 @@ class ModelStats {
   void RecordExecution(uint64_t batch_size, uint64_t input_ns, uint64_t infer_ns,
                        uint64_t output_ns) INFERD_EXCLUDES(batch_mu_);
   void AddPending(int64_t delta) { pending_.fetch_add(delta, std::memory_order_relaxed); }
+  void RecordCacheHit(uint64_t ns) { cache_hit_.Add(ns); }
+  void RecordCacheMiss(uint64_t ns) { cache_miss_.Add(ns); }
+  // Marks the version as caching (before the first request).
+  void EnableCacheStats() { response_cache_.store(true, std::memory_order_relaxed); }
   ModelStatsSnapshot Snapshot() const INFERD_EXCLUDES(batch_mu_);
 
   // Turns the histograms on: latency buckets from `options`, batch-size
@@ -110,6 +119,8 @@ class ModelStats {
     DurationStat Get() const { return {count.load(), ns.load()}; }
   };
   AtomicDuration success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
+  AtomicDuration cache_hit_, cache_miss_;
+  std::atomic<bool> response_cache_{false};
   std::atomic<uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<uint64_t> fail_rejected_{0}, fail_cancelled_{0}, fail_backend_{0}, fail_other_{0};
   std::atomic<int64_t> pending_{0};

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "core/model_spec.h"
 
 namespace inferd {
+
+class BackendInstance;  // backend/backend.h
 
 struct QueuePolicy {
   bool delay_on_timeout = false;  // timeout_action DELAY (else REJECT)
@@ -78,6 +81,9 @@ struct SchedulerConfig {
   DynamicBatchingConfig dynamic;
   SequenceBatchingConfig sequence;
   std::vector<EnsembleStep> ensemble_steps;
+  // Run by each instance's own thread, once, before it takes requests
+  // (model warmup: repository/model_warmup.h); empty: nothing.
+  std::function<void(size_t index, BackendInstance& instance)> instance_start;
 };
 
 }  // namespace inferd

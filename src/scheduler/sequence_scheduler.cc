@@ -10,8 +10,11 @@ namespace inferd {
 
 SequenceScheduler::SequenceScheduler(ModelIdentity model, const SchedulerConfig& config,
                                      std::vector<std::unique_ptr<BackendInstance>> instances,
-                                     ModelStats* stats, Clock* clock)
-    : ctx_{std::move(model), stats, clock}, config_(config), instances_(std::move(instances)) {
+                                     ModelStats* stats, Clock* clock, RateLimitRegistration limits)
+    : ctx_{std::move(model), stats, clock},
+      config_(config),
+      instances_(std::move(instances)),
+      limits_(std::move(limits)) {
   policy_.batching = config.max_batch_size > 0;
   policy_.max_batch_size = std::max<int64_t>(1, config.max_batch_size);
   policy_.max_queue_delay = std::chrono::microseconds(config.sequence.max_queue_delay_us);
@@ -27,7 +30,10 @@ SequenceScheduler::SequenceScheduler(ModelIdentity model, const SchedulerConfig&
   }
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
-    threads_.emplace_back([this, i] { InstanceLoop(i); });
+    threads_.emplace_back([this, i, start = config.instance_start] {
+      if (start) start(i, *instances_[i]);  // model warmup, on the thread requests run on
+      InstanceLoop(i);
+    });
   }
 }
 
@@ -170,9 +176,11 @@ void SequenceScheduler::Stop() {
     stopping_ = true;
   }
   cv_.NotifyAll();
+  limits_.InterruptAll();  // a thread waiting for the limiter looks again
   for (auto& t : threads_) {
     if (t.joinable()) t.join();
   }
+  limits_.Reset();
 }
 
 void SequenceScheduler::TakeCancelledLocked(
@@ -195,6 +203,7 @@ void SequenceScheduler::InstanceLoop(size_t index) {
   std::vector<std::unique_ptr<PendingRequest>> batch, cancelled;
   std::vector<BatchCandidate> view;
   std::vector<size_t> positions;
+  RateLimitGate gate(limits_.limiter(), limits_.id(index));
   MutexLock lock(mu_);
   auto& queue = slots_[index].queue;
   for (;;) {
@@ -211,6 +220,7 @@ void SequenceScheduler::InstanceLoop(size_t index) {
       continue;
     }
     if (queue.empty()) {
+      gate.Drop();
       if (stopping_) return;
       ctx_.clock->WaitUntil(lock.native(), cv_.native(), Clock::TimePoint::max());
       continue;
@@ -229,7 +239,14 @@ void SequenceScheduler::InstanceLoop(size_t index) {
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);
     const BatchDecision d = DecideBatch(policy, view, ctx_.clock->Now());
     if (d.take == 0) {
+      gate.Drop();  // hold no resources while a batch fills
       ctx_.clock->WaitUntil(lock.native(), cv_.native(), d.wake_at);
+      continue;
+    }
+    if (gate.limited() && !gate.held()) {
+      lock.Unlock();  // wait for the resources, then look again
+      gate.Acquire();
+      lock.Lock();
       continue;
     }
     for (size_t k = 0; k < d.take; ++k) batch.push_back(std::move(queue[positions[k]]));
@@ -246,6 +263,7 @@ void SequenceScheduler::InstanceLoop(size_t index) {
     }
     RunBatch(ctx_, *instances_[index], batch);
     lock.Lock();
+    gate.Done(!queue.empty());
   }
 }
 

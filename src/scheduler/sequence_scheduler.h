@@ -17,6 +17,9 @@
 // A request refused at Enqueue (no correlation id, no START, unloading) has
 // its sink finished on the caller's thread; every other sink is told on the
 // sequence's instance thread, so one sequence's responses leave in order.
+// With the rate limiter (rate_limiter.h), a limited instance's thread
+// acquires its resources before taking a batch and releases them after, as
+// in DynamicBatchScheduler.
 #pragma once
 
 #include <deque>
@@ -27,6 +30,7 @@
 #include "core/thread_annotations.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
+#include "scheduler/rate_limiter.h"
 #include "scheduler/scheduler.h"
 #include "scheduler/scheduler_config.h"
 #include "scheduler/sequence_state.h"
@@ -37,7 +41,7 @@ class SequenceScheduler : public Scheduler {
  public:
   SequenceScheduler(ModelIdentity model, const SchedulerConfig& config,
                     std::vector<std::unique_ptr<BackendInstance>> instances, ModelStats* stats,
-                    Clock* clock);
+                    Clock* clock, RateLimitRegistration limits = {});
   ~SequenceScheduler() override;
 
   void Enqueue(std::unique_ptr<PendingRequest> pending) override INFERD_EXCLUDES(mu_);
@@ -71,6 +75,7 @@ class SequenceScheduler : public Scheduler {
   const ControlInputConfig* corrid_ = nullptr;
   SequenceStateStore::States states_;  // sequence_batching.state; null when none
   std::vector<std::unique_ptr<BackendInstance>> instances_;
+  RateLimitRegistration limits_;  // fixed until Stop resets it after the joins
 
   Mutex mu_;
   CondVar cv_;

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <climits>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "metrics/model_metrics.h"
@@ -123,12 +124,36 @@ Setter LatencyBuckets(std::vector<double>& target) {
   };
 }
 
+// --rate-limit=off|execution_count (case-insensitive).
+Setter RateLimitMode(bool& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    if (strcasecmp(v.c_str(), "off") == 0) {
+      target = false;
+    } else if (strcasecmp(v.c_str(), "execution_count") == 0) {
+      target = true;
+    } else {
+      return InvalidArgument("--" + f + " must be off or execution_count, got '" + v + "'");
+    }
+    return Status::Ok();
+  };
+}
+
 // --model-memory-budget: bytes with an optional K/M/G/T suffix.
 Setter ByteSize(uint64_t& target) {
   return [&target](const std::string& f, const std::string& v) {
     auto n = ParseByteSize(f, v);
     if (!n.ok()) return n.status();
     target = *n;
+    return Status::Ok();
+  };
+}
+
+// --rate-limit-resource=<name>:<count>[:<device>] (repeatable).
+Setter RateLimitResourceFlag(std::vector<RateLimitResourceOverride>& target) {
+  return [&target](const std::string&, const std::string& v) {
+    auto r = ParseRateLimitResource(v);
+    if (!r.ok()) return r.status();
+    target.push_back(std::move(*r));
     return Status::Ok();
   };
 }
@@ -219,6 +244,11 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"metrics-port", Integer(cl.metrics_port, 0, 65535)},
       {"metrics-interval-ms", Integer(cl.metrics_interval_ms, 1, 3600000)},
       {"metrics-latency-buckets", LatencyBuckets(s.histograms.latency_buckets_s)},
+      {"cache-config", Append(cl.cache_config)},
+      {"response-cache-byte-size",
+       Integer(cl.response_cache_byte_size, 0, std::numeric_limits<int64_t>::max())},
+      {"rate-limit", RateLimitMode(s.rate_limit)},
+      {"rate-limit-resource", RateLimitResourceFlag(s.rate_limit_resources)},
       {"log-verbose", Integer(cl.log.verbose, 0, 100)},
       {"log-info", Boolean(cl.log.info)},
       {"log-warning", Boolean(cl.log.warning)},
@@ -279,6 +309,9 @@ Status CheckAndDerive(CommandLine& cl) {
         "--model-pin and --model-residency-evict-explicit need --model-memory-budget");
   }
   if (cl.metrics_address.empty()) cl.metrics_address = cl.http.address;
+  auto cache_bytes = ResponseCacheCapacity(cl.cache_config, cl.response_cache_byte_size);
+  if (!cache_bytes.ok()) return cache_bytes.status();
+  cl.server.response_cache_bytes = *cache_bytes;
   return Status::Ok();
 }
 
@@ -401,6 +434,24 @@ Metrics (Prometheus, GET /metrics; docs/metrics.md)
   --metrics-latency-buckets=<s,s,...>
                                  latency histogram bucket bounds, seconds, ascending
                                  (default 0.00005,0.0001,0.00025,...,2.5,5,10)
+
+Response cache (docs/response_cache.md)
+  --cache-config=local,size=<bytes>
+                                 an in-process cache of this many bytes for the responses of
+                                 models with response_cache { enable: true } (Triton's flag;
+                                 only the local cache)
+  --response-cache-byte-size=<bytes>
+                                 deprecated (Triton's) form of --cache-config local,size=<bytes>;
+                                 0: no cache; not together with --cache-config
+
+Rate limiter (docs/rate_limiter.md)
+  --rate-limit=<mode>            off (default: instance_group rate_limiter settings are
+                                 ignored) | execution_count (an instance runs only when the
+                                 resources its group declares are free; priority weights turns)
+  --rate-limit-resource=<name>:<count>[:<device>]
+                                 copies of a resource, on every device or on one (repeatable;
+                                 the device is ignored for global resources; default: the
+                                 largest count a loaded instance asks for)
 
 Logging (stderr; docs: README.md)
   --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model

@@ -30,7 +30,11 @@ struct CommandLine {
   int metrics_interval_ms = 2000;  // host/GPU gauge refresh; latency buckets: server.histograms
   int exit_timeout_secs = 30;
   int drain_delay_secs = 0;  // after SIGTERM: not ready, still serving, for this long
-  LogSettings log;           // --log-verbose, --log-info, --log-warning, --log-error (core/log.h)
+  // --cache-config values (repeatable) and --response-cache-byte-size (-1:
+  // not given), combined into server.response_cache_bytes.
+  std::vector<std::string> cache_config;
+  int64_t response_cache_byte_size = -1;
+  LogSettings log;  // --log-verbose, --log-info, --log-warning, --log-error (core/log.h)
   bool help = false;
 };
 

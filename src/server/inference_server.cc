@@ -39,6 +39,13 @@ InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendR
     Infer(std::move(r), std::move(sink));
   };
   mo.histograms = options_.histograms;
+  if (options_.response_cache_bytes > 0) {
+    response_cache_ = std::make_shared<ResponseCache>(options_.response_cache_bytes);
+    mo.response_cache = response_cache_;
+  }
+  if (options_.rate_limit) {
+    mo.rate_limiter = std::make_shared<RateLimiter>(options_.rate_limit_resources);
+  }
   mo.residency = options_.model_memory_budget > 0;
   mo.make_room = [this](const std::string& name, uint64_t bytes,
                         const ModelManagerOptions::Evictor& evict) {

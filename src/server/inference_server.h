@@ -24,12 +24,14 @@
 
 #include "backend/backend_registry.h"
 #include "backend/inference_caller.h"
+#include "cache/response_cache.h"
 #include "core/infer_request.h"
 #include "core/request_validator.h"
 #include "core/response_sink.h"
 #include "repository/model_manager.h"
 #include "repository/repository_fetch_metrics.h"
 #include "repository/repository_poller.h"
+#include "scheduler/rate_limiter.h"
 #include "server/control_plane.h"
 #include "server/inflight_tracker.h"
 #include "server/model_residency.h"
@@ -72,6 +74,13 @@ struct ServerOptions {
   bool allow_client_shm = false;     // clients may register shared-memory regions
   std::string backend_directory;     // backend libraries; "" = the build's (BackendRegistry)
   RequestLimits request_limits;      // model-independent bounds on every inference request
+  // --cache-config local,size=N / --response-cache-byte-size: the response
+  // cache's capacity in bytes; 0: no cache (docs/response_cache.md).
+  uint64_t response_cache_bytes = 0;
+  // --rate-limit=execution_count (false: off, rate_limiter config ignored)
+  // and --rate-limit-resource capacities (docs/rate_limiter.md).
+  bool rate_limit = false;
+  std::vector<RateLimitResourceOverride> rate_limit_resources;
   // Model residency (server/model_residency.h, docs/residency.md):
   // --model-memory-budget in bytes (0: off, every model as today),
   // --model-pin (repeatable), --model-residency-evict-explicit.
@@ -209,6 +218,8 @@ class InferenceServer {
   const DeviceMemory& device_memory() const { return *device_; }
   int gpu_count() const { return gpu_count_; }
   const RequestLimits& request_limits() const { return options_.request_limits; }
+  // The response cache (--cache-config); null without one.
+  const ResponseCache* response_cache() const { return response_cache_.get(); }
 
  private:
   // One poll-mode pass (the poller's thread): warns about each repository
@@ -235,6 +246,8 @@ class InferenceServer {
       std::make_shared<RepositoryFetchMetrics>();
   std::shared_ptr<DeviceMemory> device_;
   int gpu_count_ = 0;
+  // Shared with every caching version (version_cache.h); null: no cache.
+  std::shared_ptr<ResponseCache> response_cache_;
   // Requests accepted and not yet answered; declared before the models, whose
   // requests hold its decorators: destroyed after them.
   InflightTracker inflight_;

@@ -26,13 +26,6 @@ BASE = model_config("%s", "identity", [("INPUT0", "TYPE_FP32", (4,))],
 
 # model name -> (extra config, text the reason must contain)
 REFUSED = {
-    "warmup": ('model_warmup [ { name: "w" batch_size: 1 inputs { key: "INPUT0" value { '
-               'data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]',
-               "'model_warmup' (model config) is not supported by inferd"),
-    "cache": ("response_cache { enable: true }", "'response_cache'"),
-    "limiter": ('instance_group [ { name: "g" kind: KIND_CPU rate_limiter { resources [ '
-                '{ name: "R1" count: 1 } ] priority: 2 } } ]',
-                "'instance_group.rate_limiter' (instance_group 'g')"),
     "agents": ('model_repository_agents { agents [ { name: "checksum" } ] }',
                "'model_repository_agents'"),
     "ops": ('model_operations { op_library_filename: "libops.so" }', "'model_operations'"),
@@ -100,12 +93,12 @@ class LoadApiRefusalTest(ServerTestCase):
     @classmethod
     def build_repository(cls, root):
         repo = os.path.join(root, "models")
-        write_model(repo, "warmup", model_with("warmup", REFUSED["warmup"][0]))
+        write_model(repo, "ops", model_with("ops", REFUSED["ops"][0]))
         return [repo]
 
     def test_load_answer_names_the_field(self):
-        r = self.client.post("/v2/repository/models/warmup/load")
-        self.assertError(r, 400, "warmup", "'model_warmup'")
+        r = self.client.post("/v2/repository/models/ops/load")
+        self.assertError(r, 400, "ops", "'model_operations' (model config) is not supported")
 
 
 # ---- implicit state ---------------------------------------------------------------------

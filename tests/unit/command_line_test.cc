@@ -197,5 +197,52 @@ TEST(CommandLineTest, LogFlags) {
   }
 }
 
+// The response cache (docs/response_cache.md): both of Triton's flags, and
+// Triton's error when both are given.
+TEST(CommandLineTest, ResponseCacheFlags) {
+  auto cl = ParseCommandLine({"--model-repository=/m", "--cache-config", "local,size=4096"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.response_cache_bytes, 4096u);
+  cl = ParseCommandLine({"--model-repository=/m", "--response-cache-byte-size=8192"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->server.response_cache_bytes, 8192u);
+  cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok());
+  EXPECT_EQ(cl->server.response_cache_bytes, 0u);
+  cl = ParseCommandLine(
+      {"--model-repository=/m", "--cache-config=local,size=1", "--response-cache-byte-size=1"});
+  ASSERT_FALSE(cl.ok());
+  EXPECT_EQ(cl.status().message(),
+            "Incompatible flags --response-cache-byte-size and --cache-config both provided. "
+            "Please provide one or the other.");
+  EXPECT_FALSE(ParseCommandLine({"--model-repository=/m", "--cache-config=redis,host=h"}).ok());
+}
+
+// Issue 24: --rate-limit and --rate-limit-resource (docs/rate_limiter.md).
+TEST(CommandLineTest, RateLimitFlags) {
+  auto cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok());
+  EXPECT_FALSE(cl->server.rate_limit);  // off by default
+  cl = ParseCommandLine({"--model-repository=/m", "--rate-limit=Execution_Count",
+                         "--rate-limit-resource=R1:10", "--rate-limit-resource", "R2:5:1"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_TRUE(cl->server.rate_limit);
+  ASSERT_EQ(cl->server.rate_limit_resources.size(), 2u);
+  EXPECT_EQ(cl->server.rate_limit_resources[0].name, "R1");
+  EXPECT_EQ(cl->server.rate_limit_resources[0].count, 10u);
+  EXPECT_EQ(cl->server.rate_limit_resources[0].device, -1);
+  EXPECT_EQ(cl->server.rate_limit_resources[1].device, 1);
+  cl = ParseCommandLine({"--model-repository=/m", "--rate-limit=OFF"});
+  ASSERT_TRUE(cl.ok());
+  EXPECT_FALSE(cl->server.rate_limit);
+  for (const char* bad : {"--rate-limit=on", "--rate-limit-resource=R1", "--rate-limit-resource=:1",
+                          "--rate-limit-resource=R1:1:x"}) {
+    auto b = ParseCommandLine({"--model-repository=/m", bad});
+    ASSERT_FALSE(b.ok()) << bad;
+    EXPECT_NE(b.status().message().find(std::string(bad).substr(2, 10)), std::string::npos)
+        << b.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace inferd

@@ -230,6 +230,19 @@ TEST_F(S3RepositorySourceTest, MaterializeFetchesTopLevelFilesAndTheRequestedVer
   EXPECT_EQ(store_->gets.load(), 5) << "only version 2's files were downloaded";
 }
 
+TEST_F(S3RepositorySourceTest, WarmupAndInitialStateFilesComeWithEveryVersion) {
+  store_->Put("repo/a/warmup/in.bin", "warm");
+  store_->Put("repo/a/initial_state/s.bin", "state");
+  store_->Put("repo/a/other/not_wanted.bin", "no");
+  auto source = Source();
+  ASSERT_TRUE(source->ListModels().ok());
+  auto dir = source->Materialize("a", {1});
+  ASSERT_TRUE(dir.ok()) << dir.status().message();
+  EXPECT_EQ(ReadAll(fs::path(*dir) / "warmup" / "in.bin"), "warm");
+  EXPECT_EQ(ReadAll(fs::path(*dir) / "initial_state" / "s.bin"), "state");
+  EXPECT_FALSE(fs::exists(fs::path(*dir) / "other"));
+}
+
 TEST_F(S3RepositorySourceTest, UnchangedModelIsNotDownloadedAgain) {
   auto source = Source();
   ASSERT_TRUE(source->ListModels().ok());

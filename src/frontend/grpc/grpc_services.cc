@@ -282,8 +282,8 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
       set(is->mutable_compute_input(), s.compute_input);
       set(is->mutable_compute_infer(), s.compute_infer);
       set(is->mutable_compute_output(), s.compute_output);
-      set(is->mutable_cache_hit(), DurationStat{});
-      set(is->mutable_cache_miss(), DurationStat{});
+      set(is->mutable_cache_hit(), s.cache_hit);
+      set(is->mutable_cache_miss(), s.cache_miss);
       for (const auto& [size, b] : s.batch_stats) {
         auto* bs = out->add_batch_stats();
         bs->set_batch_size(size);

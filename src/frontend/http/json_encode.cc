@@ -78,8 +78,8 @@ void WriteInferenceStats(Writer& w, const ModelStatsSnapshot& s) {
   WriteDuration(w, "compute_input", s.compute_input);
   WriteDuration(w, "compute_infer", s.compute_infer);
   WriteDuration(w, "compute_output", s.compute_output);
-  WriteDuration(w, "cache_hit", DurationStat{});
-  WriteDuration(w, "cache_miss", DurationStat{});
+  WriteDuration(w, "cache_hit", s.cache_hit);
+  WriteDuration(w, "cache_miss", s.cache_miss);
   w.EndObject();
 }
 
