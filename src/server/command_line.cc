@@ -170,21 +170,25 @@ Setter Restricted(RestrictedApis& target) {
   return [&target](const std::string& f, const std::string& v) { return target.Add(f, v); };
 }
 
+// Model residency's flags (docs/residency.md), added to `table`.
+void AddResidencyFlags(ServerOptions& s, std::map<std::string, Setter>& table) {
+  table.emplace("model-memory-budget", ByteSize(s.model_memory_budget));
+  table.emplace("model-residency", ResidencyPolicy());
+  table.emplace("model-pin", Append(s.model_pins));
+  table.emplace("model-residency-evict-explicit", Boolean(s.model_residency_evict_explicit));
+}
+
 // Every flag (without "--") and where it goes in `cl`, which must outlive
 // the table.
 std::map<std::string, Setter> FlagTable(CommandLine& cl) {
   ServerOptions& s = cl.server;
-  return {
+  std::map<std::string, Setter> table = {
       {"model-repository", Append(s.repositories)},
       {"model-store", Append(s.repositories)},
       {"model-control-mode", ControlMode(s.control_mode)},
       {"load-model", Append(s.startup_models)},
       {"repository-poll-secs", Integer(s.repository_poll_secs, 0, 86400)},
       {"model-unload-delay-secs", Integer(s.model_unload_delay_secs, 0, 86400)},
-      {"model-memory-budget", ByteSize(s.model_memory_budget)},
-      {"model-residency", ResidencyPolicy()},
-      {"model-pin", Append(s.model_pins)},
-      {"model-residency-evict-explicit", Boolean(s.model_residency_evict_explicit)},
       {"repository-follow-external-symlinks", Boolean(s.follow_external_symlinks)},
       {"disable-auto-complete-config", Boolean(s.disable_auto_complete_config)},
       {"strict-readiness", Boolean(s.strict_readiness)},
@@ -254,6 +258,8 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"log-warning", Boolean(cl.log.warning)},
       {"log-error", Boolean(cl.log.error)},
   };
+  AddResidencyFlags(s, table);
+  return table;
 }
 
 // Applies `args` (--name=value or --name value) through `flags`; --help and
