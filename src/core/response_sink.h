@@ -60,6 +60,39 @@ class InferResponseSink {
   virtual void Finish(Status status) = 0;
 };
 
+// A decorator that forwards every signal to `inner` and, once the final
+// one has passed, lets the inner sink go (a front end's sink may hold a
+// connection) and calls OnFinal() — exactly once. Calls after the final
+// signal are ignored. A subclass whose sink may be dropped without a final
+// signal decides in its own destructor what that means (done() is false).
+class ForwardingSink : public InferResponseSink {
+ public:
+  explicit ForwardingSink(std::unique_ptr<InferResponseSink> inner) : inner_(std::move(inner)) {}
+  void Send(std::unique_ptr<InferResponse> response, bool final) final {
+    if (done_) return;
+    inner_->Send(std::move(response), final);
+    if (final) Close();
+  }
+  void Finish(Status status) final {
+    if (done_) return;
+    inner_->Finish(std::move(status));
+    Close();
+  }
+
+ protected:
+  bool done() const { return done_; }
+  virtual void OnFinal() = 0;
+
+ private:
+  void Close() {
+    done_ = true;
+    inner_.reset();
+    OnFinal();
+  }
+  std::unique_ptr<InferResponseSink> inner_;
+  bool done_ = false;
+};
+
 // What a consumer of exactly one response is told when the producer breaks
 // that expectation (both INTERNAL).
 Status NonFinalResponseError(const InferResponse& response);

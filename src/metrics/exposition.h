@@ -46,6 +46,9 @@ struct MetricFamily {
   std::vector<HistogramSample> histograms;  // histograms
 };
 
+// A family with no samples yet.
+MetricFamily Family(std::string name, std::string help, MetricType type);
+
 // Appends `families` to `out`: per family `# HELP`, `# TYPE`, then its
 // series (`_bucket`, `_sum`, `_count` for a histogram).
 void WriteText(const std::vector<MetricFamily>& families, std::string& out);

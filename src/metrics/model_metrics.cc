@@ -8,14 +8,6 @@
 namespace inferd::metrics {
 namespace {
 
-MetricFamily Family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
 // Whole microseconds, truncated (as Triton reports these counters).
 double Us(uint64_t ns) {
   const uint64_t us = ns / 1000;

@@ -3,14 +3,6 @@
 namespace inferd::metrics {
 namespace {
 
-MetricFamily Family(std::string name, std::string help, MetricType type) {
-  MetricFamily f;
-  f.name = std::move(name);
-  f.help = std::move(help);
-  f.type = type;
-  return f;
-}
-
 // One series per model of `counts`.
 MetricFamily PerModel(std::string name, std::string help, MetricType type,
                       const std::map<std::string, uint64_t>& counts) {

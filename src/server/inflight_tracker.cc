@@ -4,39 +4,20 @@
 
 namespace inferd {
 
-class InflightTracker::CountingSink final : public InferResponseSink {
+class InflightTracker::CountingSink final : public ForwardingSink {
  public:
   CountingSink(InflightTracker* tracker, std::unique_ptr<InferResponseSink> inner)
-      : tracker_(tracker), inner_(std::move(inner)) {}
+      : ForwardingSink(std::move(inner)), tracker_(tracker) {}
 
   ~CountingSink() override {
-    if (!done_) Finish(Internal("the server dropped the request without a final response"));
-  }
-
-  void Send(std::unique_ptr<InferResponse> response, bool final) override {
-    if (done_) return;
-    inner_->Send(std::move(response), final);
-    if (final) Close();
-  }
-
-  void Finish(Status status) override {
-    if (done_) return;
-    inner_->Finish(std::move(status));
-    Close();
+    if (!done()) Finish(Internal("the server dropped the request without a final response"));
   }
 
  private:
-  void Close() {
-    done_ = true;
-    // The front end's sink may hold a connection: let it go before the
-    // count says the server is idle.
-    inner_.reset();
-    tracker_->Done();
-  }
+  // After the front end's sink went: only then may the count say idle.
+  void OnFinal() override { tracker_->Done(); }
 
   InflightTracker* const tracker_;
-  std::unique_ptr<InferResponseSink> inner_;
-  bool done_ = false;
 };
 
 std::unique_ptr<InferResponseSink> InflightTracker::Track(std::unique_ptr<InferResponseSink> sink) {

@@ -27,34 +27,19 @@ std::string EvictedReason(const std::string& for_model) {
 
 // Counts the request out of its model's leases on its final signal, after
 // the inner sink took it.
-class ModelResidency::LeaseSink final : public InferResponseSink {
+class ModelResidency::LeaseSink final : public ForwardingSink {
  public:
   LeaseSink(ModelResidency* owner, std::string name, std::unique_ptr<InferResponseSink> inner)
-      : owner_(owner), name_(std::move(name)), inner_(std::move(inner)) {}
+      : ForwardingSink(std::move(inner)), owner_(owner), name_(std::move(name)) {}
   ~LeaseSink() override {
-    if (!done_) owner_->Release(name_);  // the inner sink reports the missing final signal
-  }
-  void Send(std::unique_ptr<InferResponse> response, bool final) override {
-    if (done_) return;
-    inner_->Send(std::move(response), final);
-    if (final) Close();
-  }
-  void Finish(Status status) override {
-    if (done_) return;
-    inner_->Finish(std::move(status));
-    Close();
+    if (!done()) owner_->Release(name_);  // the inner sink reports the missing final signal
   }
 
  private:
-  void Close() {
-    done_ = true;
-    inner_.reset();
-    owner_->Release(name_);
-  }
+  void OnFinal() override { owner_->Release(name_); }
+
   ModelResidency* const owner_;
   const std::string name_;
-  std::unique_ptr<InferResponseSink> inner_;
-  bool done_ = false;
 };
 
 ModelResidency::ModelResidency(ResidencyOptions options, ModelManager& manager, Dispatch dispatch,
