@@ -569,8 +569,23 @@ void ModelManager::ReaperLoop() {
       if (retired_.empty()) return;
       r = std::move(retired_.front());
       retired_.pop_front();
+      reaper_busy_ = true;
     }
     r->Stop();  // in-flight requests finish; the last holder frees it
+    r.reset();
+    {
+      MutexLock lock(reaper_mu_);
+      reaper_busy_ = false;
+    }
+    reaper_idle_cv_.NotifyAll();
+  }
+}
+
+void ModelManager::AwaitReaperIdle(std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  MutexLock lock(reaper_mu_);
+  while (!reaper_stop_ && (reaper_busy_ || !retired_.empty())) {
+    if (!reaper_idle_cv_.WaitUntil(lock, deadline)) return;
   }
 }
 

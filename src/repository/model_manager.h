@@ -248,7 +248,11 @@ class ModelManager {
   StatusOr<std::shared_ptr<ModelVersion>> LoadMeasured(const inference::ModelConfig& config,
                                                        const std::string& directory, int64_t v,
                                                        const VersionServices& services,
-                                                       uint64_t& footprint) const;
+                                                       uint64_t& footprint)
+      INFERD_EXCLUDES(reaper_mu_);
+  // Waits (at most `limit`) until the reaper has freed every version it was
+  // given: a measured load must not count their memory going away.
+  void AwaitReaperIdle(std::chrono::milliseconds limit) INFERD_EXCLUDES(reaper_mu_);
   Status Commit(const ModelPlan& plan, const std::string& fingerprint, LoadResults results,
                 const Footprints& footprints) INFERD_REQUIRES(load_mu_) INFERD_EXCLUDES(mu_);
   // A plan's `delay`: the model goes UNLOADING, its unload due later.
@@ -282,6 +286,8 @@ class ModelManager {
   CondVar reaper_cv_;
   std::deque<std::shared_ptr<ModelVersion>> retired_ INFERD_GUARDED_BY(reaper_mu_);
   bool reaper_stop_ INFERD_GUARDED_BY(reaper_mu_) = false;
+  bool reaper_busy_ INFERD_GUARDED_BY(reaper_mu_) = false;  // stopping and freeing one
+  CondVar reaper_idle_cv_;                                  // with reaper_mu_
   std::thread reaper_;
 };
 

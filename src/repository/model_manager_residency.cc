@@ -11,8 +11,13 @@ namespace inferd {
 
 StatusOr<std::shared_ptr<ModelVersion>> ModelManager::LoadMeasured(
     const inference::ModelConfig& config, const std::string& directory, int64_t v,
-    const VersionServices& services, uint64_t& footprint) const {
+    const VersionServices& services, uint64_t& footprint) {
   if (!options_.residency) return ModelVersion::Load(config, directory, v, services);
+  // Versions just evicted are freed on the reaper thread: were that to
+  // overlap the load, their memory going away would hide this one's. (An
+  // evicted version has no request in flight, so this is short; a drained
+  // unload's stragglers are waited for at most a few seconds.)
+  AwaitReaperIdle(std::chrono::seconds(5));
   // The backend's library is loaded (once per process) before the first
   // sample: its start-up is nobody's footprint.
   if (options_.registry != nullptr) (void)options_.registry->Find(SpecFromConfig(config));
