@@ -23,6 +23,7 @@ run() {  # run CASE DIRECT_OPTIMIZE SERVER_ENV OPTIMIZE_PARAM
   /usr/bin/python3 "$ROOT/bench/backends/parity.py" --rounds "$ROUNDS" \
     --seconds "$SECONDS_PER_PHASE" --optimize "$2" --server-env "$3" \
     --config-param "OPTIMIZE_FOR_INFERENCE=$4" "${perf[@]}" 2>/dev/null |
+    tee "${PARITY_PERF:-/tmp}/parity_$1.json" |
     /usr/bin/python3 -c '
 import json, statistics, sys
 d = json.load(sys.stdin)
