@@ -1,0 +1,169 @@
+// infer-perf --search: the candidates' loads, the concurrency sweeps and the
+// restore of the repository config (perf_search_run.h).
+#include "perf_search_run.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace inferd::perf {
+namespace {
+
+// The latency compared with -l: --percentile's, else p99 (Model Analyzer's).
+double SearchLatencyUs(const Options& o, const LevelResult& r) {
+  return o.percentile > 0 ? r.client.pct_us : r.client.p99_us;
+}
+
+ConcurrencyPlan PlanFor(const Options& o) {
+  ConcurrencyPlan p;
+  p.doubling = !o.concurrency_set;
+  p.start = o.concurrency_set ? o.c_start : 1;
+  p.end = o.c_end;
+  p.step = o.c_step;
+  p.max = o.search_max_concurrency;
+  return p;
+}
+
+// The server's message in an error answer ({"error": "..."}), else the body.
+std::string ErrorText(const client::HttpResponse& r) {
+  rapidjson::Document d;
+  d.Parse(r.body.c_str());
+  if (!d.HasParseError() && d.IsObject() && d.HasMember("error") && d["error"].IsString())
+    return d["error"].GetString();
+  return "HTTP " + std::to_string(r.status) + ": " + r.body;
+}
+
+// Loads the model with `config_json` as the load API's config override;
+// "" when it serves, else why not.
+std::string LoadWithConfig(client::HttpClient& http, const std::string& model,
+                           const std::string& config_json) {
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  w.StartObject();
+  w.Key("parameters");
+  w.StartObject();
+  w.Key("config");
+  w.String(config_json.c_str(), rapidjson::SizeType(config_json.size()));
+  w.EndObject();
+  w.EndObject();
+  client::HttpResponse r;
+  const client::ClientStatus st =
+      http.Post("/v2/repository/models/" + model + "/load", buf.GetString(),
+                {{"Content-Type", "application/json"}}, r);
+  if (!st.ok) return st.message;
+  return r.status == 200 ? "" : ErrorText(r);
+}
+
+bool ReadConfig(client::HttpClient& http, const std::string& model, std::string& json,
+                std::string& error) {
+  client::HttpResponse r;
+  const client::ClientStatus st = http.Get("/v2/models/" + model + "/config", r);
+  if (!st.ok || r.status != 200) {
+    error = st.ok ? ErrorText(r) : st.message;
+    return false;
+  }
+  json = r.body;
+  return true;
+}
+
+// The repository config serving again. A plain load keeps a model loaded
+// with an override (its repository files did not change), so the model is
+// unloaded first; the settings read back must be the original's.
+void Restore(const Options& o, client::HttpClient& http, SearchOutcome& s) {
+  client::ClientStatus st = http.UnloadModel(o.model);
+  if (st.ok) st = http.LoadModel(o.model);
+  std::string json, error;
+  SearchSettings now;
+  if (!st.ok) {
+    s.restore_error = st.message;
+  } else if (!ReadConfig(http, o.model, json, error) || !SettingsFromConfig(json, now, error)) {
+    s.restore_error = error;
+  } else if (!(now == s.candidates[0].settings)) {
+    s.restore_error = "the model serves " + Describe(now) + " after loading it again";
+  }
+  s.restored = s.restore_error.empty();
+}
+
+// One candidate's concurrency sweep; its points are appended to s.points.
+void Sweep(const Options& o, const MeasureFn& measure, size_t index, SearchOutcome& s) {
+  const ConcurrencyPlan plan = PlanFor(o);
+  SearchCandidate& cand = s.candidates[index];
+  std::vector<SearchPoint> mine;
+  for (int c = plan.start; c > 0; c = plan.Next(c)) {
+    cand.levels.push_back(measure(c));
+    const LevelResult& r = cand.levels.back();
+    SearchPoint p{index, c, r.client.throughput, SearchLatencyUs(o, r),
+                  r.client.requests > 0 && r.client.errors == 0};
+    mine.push_back(p);
+    s.points.push_back(p);
+    std::fprintf(stderr, "  config #%zu, concurrency %d: %.1f infer/s, %s %.2f ms%s\n", index, c,
+                 p.throughput, s.latency_name.c_str(), p.latency_us / 1000,
+                 p.ok ? "" : " (errors)");
+    if (!SweepGoesOn(mine, s.bound_us, plan.StopsOnPlateau())) break;
+  }
+}
+
+}  // namespace
+
+int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measure) {
+  SearchOutcome s;
+  s.latency_name = o.percentile > 0 ? "p" + std::to_string(int(o.percentile)) : "p99";
+  s.bound_us = o.latency_threshold_ms * 1000;
+  s.config_search = o.ConfigSearch();
+  std::string error;
+  SearchSettings original;
+  if (http == nullptr || !ReadConfig(*http, o.model, s.config_json, error) ||
+      !SettingsFromConfig(s.config_json, original, error)) {
+    if (http == nullptr) error = "no HTTP endpoint to read it from";
+    std::cerr << "infer-perf: --search: cannot read the configuration of model '" << o.model
+              << "': " << error << "\n";
+    if (!s.config_search) {
+      // A concurrency sweep alone does not need it: the model as it is.
+      s.config_json.clear();
+      error.clear();
+    } else {
+      return 1;
+    }
+  }
+  const std::vector<SearchSettings> settings =
+      s.config_search ? SearchCandidates(original, o.search_max_batch_sizes,
+                                         o.search_dynamic_batching, o.search_instance_counts)
+                      : std::vector<SearchSettings>{original};
+  bool loaded_any = false;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    s.candidates.push_back({settings[i], i == 0, "", {}});
+    std::fprintf(stderr, "config #%zu: %s%s\n", i, Describe(settings[i]).c_str(),
+                 i == 0 ? " (the model's)" : "");
+    if (i > 0) {
+      s.candidates[i].error =
+          LoadWithConfig(*http, o.model, OverrideConfig(s.config_json, settings[i]));
+      if (!s.candidates[i].error.empty()) {
+        std::fprintf(stderr, "  load failed: %s\n", s.candidates[i].error.c_str());
+        continue;
+      }
+      loaded_any = true;
+    }
+    Sweep(o, measure, i, s);
+  }
+  if (loaded_any)
+    Restore(o, *http, s);
+  else
+    s.restored = true;  // a failed load keeps the versions serving: nothing changed
+  s.front = ParetoFront(s.points);
+  s.winner = PickWinner(s.points, s.bound_us);
+  ReportSearch(o, s);
+  if (!s.restore_error.empty()) {
+    std::cerr << "infer-perf: --search: could not load the repository config of '" << o.model
+              << "' again: " << s.restore_error << "\n";
+    return 1;
+  }
+  for (const auto& p : s.points) {
+    if (p.ok) return 0;
+  }
+  return 1;
+}
+
+}  // namespace inferd::perf
