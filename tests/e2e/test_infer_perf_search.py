@@ -62,14 +62,14 @@ class ExplicitSearchTest(SearchTestCase):
         front = [(f["config"], f["concurrency"]) for f in r["front"]]
         self.assertIn((1, 4), front)
         self.assertNotIn((0, 4), front)
-        self.assertEqual(front, sorted(front, key=lambda f: [
-            x["throughput_infer_per_sec"] for x in r["front"] if (x["config"], x["concurrency"]) == f]))
+        speeds = [f["throughput_infer_per_sec"] for f in r["front"]]
+        self.assertEqual(speeds, sorted(speeds), "the front is by throughput")
         w = r["winner"]
         self.assertEqual((w["config"], w["concurrency"]), (1, 4), r)
         self.assertLessEqual(w["latency_us"], 70000)
         self.assertIn("dynamic_batching", w["config_pbtxt"])
         self.assertIn("max_batch_size: 8\n", w["config_pbtxt"])
-        self.assertIn("count: 1\n", w["config_pbtxt"])
+        self.assertIn("# instance_group: as the model has it (1 instance)", w["config_pbtxt"])
         # The repository config serves again.
         self.assertTrue(r["restored"])
         c = self.config()
@@ -104,12 +104,13 @@ class ConcurrencySweepTest(SearchTestCase):
         self.assertNotIn("restored", r)
 
     def test_doubling_sweep_stops_on_the_plateau(self):
-        # One instance without batching: throughput stops growing at concurrency 2.
+        # One instance without batching: throughput stops growing at concurrency 2; the sweep
+        # stops after two levels without gain (4, unless noise made 2 look like a gain).
         p = self.search("--search", "--percentile", "90", "--json")
         r = p.report
         levels = [level["concurrency"] for level in r["configs"][0]["results"]]
-        self.assertEqual(levels[:2], [1, 2])
-        self.assertLessEqual(len(levels), 4, levels)
+        self.assertEqual(levels[:3], [1, 2, 4])
+        self.assertLessEqual(len(levels), 5, levels)
         self.assertEqual(r["latency"], "p90")
         self.assertIsNotNone(r["winner"])
 

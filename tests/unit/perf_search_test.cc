@@ -90,14 +90,24 @@ TEST(PerfSearchTest, SweepStopsPastTheBoundOnFailureAndOnThePlateau) {
       {"at the bound", {P(0, 1, 100, 1000)}, 1000, true, true},
       {"a failed level", {P(0, 1, 100, 1000, false)}, 0, false, false},
       {"grows 10%", {P(0, 1, 100, 1000), P(0, 2, 110, 1000)}, 0, true, true},
-      {"grows 3%", {P(0, 1, 100, 1000), P(0, 2, 103, 1000)}, 0, true, false},
-      {"grows 3% but the range is explicit",
-       {P(0, 1, 100, 1000), P(0, 2, 103, 1000)},
+      {"grows 3% once: one more level", {P(0, 1, 100, 1000), P(0, 2, 103, 1000)}, 0, true, true},
+      {"grows 3% twice: the plateau",
+       {P(0, 1, 100, 1000), P(0, 2, 103, 1000), P(0, 4, 104, 1000)},
+       0,
+       true,
+       false},
+      {"a stall, then a gain (batching shows at 4)",
+       {P(0, 1, 100, 1000), P(0, 2, 101, 1000), P(0, 4, 180, 1000)},
+       0,
+       true,
+       true},
+      {"flat but the range is explicit",
+       {P(0, 1, 100, 1000), P(0, 2, 103, 1000), P(0, 4, 104, 1000)},
        0,
        false,
        true},
-      {"falls back below an earlier best",
-       {P(0, 1, 100, 1000), P(0, 2, 200, 1000), P(0, 4, 150, 1000)},
+      {"falls back below an earlier best twice",
+       {P(0, 1, 100, 1000), P(0, 2, 200, 1000), P(0, 4, 150, 1000), P(0, 8, 205, 1000)},
        0,
        true,
        false},
@@ -187,8 +197,14 @@ TEST(PerfSearchTest, OverrideConfigEditsOnlyTheSearchedFields) {
   // Dynamic batching on where the model had none: an empty message.
   const std::string on = OverrideConfig(R"({"name":"m","max_batch_size":4})", {4, true, 1});
   EXPECT_NE(on.find(R"("dynamic_batching":{})"), std::string::npos) << on;
-  EXPECT_NE(on.find(R"("instance_group":[{"kind":"KIND_CPU","count":1}])"), std::string::npos)
-      << on;
+  EXPECT_EQ(on.find("instance_group"), std::string::npos) << on;
+  // An unchanged instance count keeps the groups as they are (a layout the server chose).
+  const std::string same = OverrideConfig(kConfig, {8, false, 3});
+  EXPECT_NE(same.find(R"({"name":"m_1","kind":"KIND_CPU","count":1,"gpus":[]}])"),
+            std::string::npos)
+      << same;
+  EXPECT_EQ(OverrideConfig(R"({"max_batch_size":4})", {4, false, 2}),
+            R"({"max_batch_size":4,"instance_group":[{"kind":"KIND_CPU","count":2}]})");
 }
 
 TEST(PerfSearchTest, ConfigTextIsThePbtxtOfTheSearchedFields) {
@@ -207,12 +223,7 @@ TEST(PerfSearchTest, ConfigTextIsThePbtxtOfTheSearchedFields) {
   EXPECT_EQ(ConfigText(R"({"name":"m","max_batch_size":4})", {16, true, 1}),
             "max_batch_size: 16\n"
             "dynamic_batching { }\n"
-            "instance_group [\n"
-            "  {\n"
-            "    kind: KIND_CPU\n"
-            "    count: 1\n"
-            "  }\n"
-            "]\n");
+            "# instance_group: as the model has it (1 instance)\n");
   const std::string off = ConfigText(kConfig, {1, false, 1});
   EXPECT_EQ(off.find("dynamic_batching"), std::string::npos) << off;
 }

@@ -38,15 +38,18 @@ int ConcurrencyPlan::Next(int c) const {
 }
 
 bool SweepGoesOn(const std::vector<SearchPoint>& levels, double bound_us, bool plateau,
-                 double min_gain) {
+                 double min_gain, int patience) {
   if (levels.empty()) return true;
   const SearchPoint& last = levels.back();
   if (!last.ok || (bound_us > 0 && last.latency_us > bound_us)) return false;
-  if (!plateau || levels.size() < 2) return true;
-  double best_before = 0;
-  for (size_t i = 0; i + 1 < levels.size(); ++i)
-    best_before = std::max(best_before, levels[i].throughput);
-  return last.throughput >= best_before * (1 + min_gain);
+  if (!plateau) return true;
+  double best = levels[0].throughput;
+  int stale = 0;  // the levels since the last that gained
+  for (size_t i = 1; i < levels.size(); ++i) {
+    stale = levels[i].throughput >= best * (1 + min_gain) ? 0 : stale + 1;
+    best = std::max(best, levels[i].throughput);
+  }
+  return stale < patience;
 }
 
 namespace {

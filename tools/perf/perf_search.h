@@ -57,10 +57,13 @@ struct SearchPoint {
 
 // Whether the sweep of one candidate goes on after `levels` (its points so
 // far, in order): not after a level over `bound_us` (0: no bound) or one
-// that failed, nor (with `plateau`) after a level whose throughput is not
-// at least `min_gain` above the best level before it.
+// that failed, nor (with `plateau`) after `patience` levels in a row whose
+// throughput is not at least `min_gain` above the best level before each.
+// One level is not enough: with dynamic batching and one instance,
+// concurrency 2 runs batches of 1 (each request arrives while the other
+// executes) and only 4 shows what batching gives.
 bool SweepGoesOn(const std::vector<SearchPoint>& levels, double bound_us, bool plateau,
-                 double min_gain = 0.05);
+                 double min_gain = 0.05, int patience = 2);
 
 // The indices of the points on the throughput/latency Pareto front, by
 // throughput ascending: ok points that no other ok point beats (at least
@@ -82,12 +85,14 @@ bool SettingsFromConfig(const std::string& config_json, SearchSettings& out, std
 // `config_json` with `s` applied, for the load API's "config" parameter:
 // max_batch_size; dynamic_batching kept (its preferred sizes above the new
 // maximum dropped, and a list of the old maximum alone, which is what the
-// server fills in when there is none), added empty, or removed; one instance group (the first
-// one's kind and devices) with the count.
+// server fills in when there is none), added empty, or removed; for a new
+// instance count one instance group (the first one's kind and devices) with
+// it (an unchanged count keeps the groups as they are).
 std::string OverrideConfig(const std::string& config_json, const SearchSettings& s);
 
 // The fields `OverrideConfig(config_json, s)` sets, as config.pbtxt text
-// (protobuf text format; fields at their default value left out).
+// (protobuf text format; fields at their default value left out; groups
+// left as they are show as a comment).
 std::string ConfigText(const std::string& config_json, const SearchSettings& s);
 
 }  // namespace inferd::perf

@@ -29,8 +29,21 @@ long long IntField(const Value& v) {
   return 0;
 }
 
-// The edited config as a document owned by `d`.
-void Apply(Document& d, const SearchSettings& s) {
+// The instances of all groups; 1 without groups (the server's default).
+int InstanceCount(const Value& d) {
+  int n = 0;
+  if (d.HasMember("instance_group") && d["instance_group"].IsArray()) {
+    for (const auto& g : d["instance_group"].GetArray()) {
+      if (g.IsObject() && g.HasMember("count")) n += int(IntField(g["count"]));
+    }
+  }
+  return n > 0 ? n : 1;
+}
+
+// Edits `d` to `s`; whether the instance groups were replaced (they are
+// left as they are when the count is unchanged, so that a layout the server
+// chose stays its choice).
+bool Apply(Document& d, const SearchSettings& s) {
   auto& a = d.GetAllocator();
   const long long old_max = d.HasMember("max_batch_size") ? IntField(d["max_batch_size"]) : 0;
   d.EraseMember("max_batch_size");
@@ -54,6 +67,7 @@ void Apply(Document& d, const SearchSettings& s) {
     db.EraseMember("preferred_batch_size");
     if (!kept.Empty()) db.AddMember("preferred_batch_size", kept, a);
   }
+  if (InstanceCount(d) == s.instance_count) return false;
   Value group(rapidjson::kObjectType);
   if (d.HasMember("instance_group") && d["instance_group"].IsArray() &&
       !d["instance_group"].Empty() && d["instance_group"][0].IsObject()) {
@@ -67,6 +81,7 @@ void Apply(Document& d, const SearchSettings& s) {
   groups.PushBack(group, a);
   d.EraseMember("instance_group");
   d.AddMember("instance_group", groups, a);
+  return true;
 }
 
 // ---- protobuf text format -----------------------------------------------------
@@ -95,7 +110,7 @@ std::string Scalar(const Value& v) {
   if (v.IsInt64()) return std::to_string(v.GetInt64());
   if (v.IsUint64()) return std::to_string(v.GetUint64());
   if (v.IsNumber()) return std::to_string(v.GetDouble());
-  const std::string s = v.IsString() ? v.GetString() : "";
+  std::string s = v.IsString() ? v.GetString() : "";
   if (Bare(s)) return s;
   std::string q = "\"";
   for (char c : s) {
@@ -153,13 +168,7 @@ bool SettingsFromConfig(const std::string& config_json, SearchSettings& out, std
   }
   out.max_batch_size = d.HasMember("max_batch_size") ? int(IntField(d["max_batch_size"])) : 0;
   out.dynamic_batching = d.HasMember("dynamic_batching") && d["dynamic_batching"].IsObject();
-  out.instance_count = 0;
-  if (d.HasMember("instance_group") && d["instance_group"].IsArray()) {
-    for (const auto& g : d["instance_group"].GetArray()) {
-      if (g.IsObject() && g.HasMember("count")) out.instance_count += int(IntField(g["count"]));
-    }
-  }
-  if (out.instance_count <= 0) out.instance_count = 1;
+  out.instance_count = InstanceCount(d);
   return true;
 }
 
@@ -176,13 +185,18 @@ std::string OverrideConfig(const std::string& config_json, const SearchSettings&
 std::string ConfigText(const std::string& config_json, const SearchSettings& s) {
   Document d;
   if (!Parse(config_json, d)) d.SetObject();
-  Apply(d, s);
+  const bool groups_replaced = Apply(d, s);
   std::string out = "max_batch_size: " + std::to_string(s.max_batch_size) + "\n";
   if (s.dynamic_batching) {
     const Value& db = d["dynamic_batching"];
     std::string body;
     Message(db, "  ", body);
     out += body.empty() ? "dynamic_batching { }\n" : "dynamic_batching {\n" + body + "}\n";
+  }
+  if (!groups_replaced) {
+    out += "# instance_group: as the model has it (" + std::to_string(s.instance_count) +
+           (s.instance_count == 1 ? " instance)\n" : " instances)\n");
+    return out;
   }
   Value& group = d["instance_group"][0];
   // The normalized group's name is the server's; a pasted config need not carry it.
