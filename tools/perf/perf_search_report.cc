@@ -144,12 +144,14 @@ void ReportText(const SearchOutcome& s) {
       std::printf("    load failed: %s\n", s.candidates[i].error.c_str());
   }
   const std::set<size_t> front(s.front.begin(), s.front.end());
-  std::printf("\n  %-7s %11s %12s %10s  %s\n", "config", "concurrency", "infer/s", lat.c_str(), "");
+  std::printf("\n  %-7s %11s %12s %10s\n", "config", "concurrency", "infer/s", lat.c_str());
   for (size_t i = 0; i < s.points.size(); ++i) {
     const SearchPoint& p = s.points[i];
-    std::printf("  #%-6zu %11d %12.1f %10.2f  %s%s%s\n", p.candidate, p.concurrency, p.throughput,
-                p.latency_us / 1000, front.count(i) ? "front" : "",
-                s.winner && *s.winner == i ? " winner" : "", p.ok ? "" : "errors");
+    std::string mark = front.count(i) ? "  front" : "";
+    if (s.winner && *s.winner == i) mark += " winner";
+    if (!p.ok) mark += "  errors";
+    std::printf("  #%-6zu %11d %12.1f %10.2f%s\n", p.candidate, p.concurrency, p.throughput,
+                p.latency_us / 1000, mark.c_str());
   }
   std::printf("\nPareto front (throughput against %s latency):\n", s.latency_name.c_str());
   for (size_t i : s.front) {
