@@ -89,6 +89,16 @@ class ExplicitSearchTest(SearchTestCase):
         self.assertIn("The model's repository config serves again.", out)
         self.assertEqual(self.config()["instance_group"][0]["count"], 1)
 
+    def test_grpc_measures_over_grpc_and_loads_over_http(self):
+        p = self.perf("-m", "step20", *SHORT, "--search-instance-counts", "2",
+                      "--concurrency-range", "2", "--json", protocol="grpc", short=False)
+        configs = p.report["configs"]
+        self.assertEqual([c["instance_count"] for c in configs], [1, 2])
+        self.assertTrue(all(c["results"][0]["requests"] > 0 for c in configs), configs)
+        self.assertEqual(p.report["protocol"], "grpc")
+        self.assertTrue(p.report["restored"])
+        self.assertEqual(self.config()["instance_group"][0]["count"], 1)
+
 
 class ConcurrencySweepTest(SearchTestCase):
     """No config lists: only the concurrency sweep (any control mode)."""
