@@ -138,8 +138,7 @@ void ReportText(const SearchOutcome& s) {
               s.candidates.size() == 1 ? "" : "s", s.latency_name.c_str(),
               BoundText(", bound ", s.bound_us).c_str());
   for (size_t i = 0; i < s.candidates.size(); ++i) {
-    std::printf("  config #%zu: %s%s\n", i, Describe(s.candidates[i].settings).c_str(),
-                s.candidates[i].original ? " (the model's)" : "");
+    std::printf("  config #%zu: %s\n", i, CandidateText(s, i).c_str());
     if (!s.candidates[i].error.empty())
       std::printf("    load failed: %s\n", s.candidates[i].error.c_str());
   }
@@ -165,7 +164,7 @@ void ReportText(const SearchOutcome& s) {
     const SearchPoint& p = s.points[*s.winner];
     std::printf("\nWinner%s: config #%zu (%s) at concurrency %d: %.1f infer/s, %s %.2f ms\n",
                 BoundText(" within " + s.latency_name + " <= ", s.bound_us).c_str(), p.candidate,
-                Describe(s.candidates[p.candidate].settings).c_str(), p.concurrency, p.throughput,
+                CandidateText(s, p.candidate).c_str(), p.concurrency, p.throughput,
                 s.latency_name.c_str(), p.latency_us / 1000);
     if (s.config_search) {
       std::printf("config.pbtxt fields:\n%s",
@@ -179,6 +178,12 @@ void ReportText(const SearchOutcome& s) {
 }
 
 }  // namespace
+
+std::string CandidateText(const SearchOutcome& s, size_t i) {
+  if (s.config_json.empty()) return "the model as it serves";
+  const SearchCandidate& c = s.candidates[i];
+  return Describe(c.settings) + (c.original ? " (the model's)" : "");
+}
 
 void ReportSearch(const Options& o, const SearchOutcome& s) {
   if (o.json)

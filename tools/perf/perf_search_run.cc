@@ -118,15 +118,12 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
   if (http == nullptr || !ReadConfig(*http, o.model, s.config_json, error) ||
       !SettingsFromConfig(s.config_json, original, error)) {
     if (http == nullptr) error = "no HTTP endpoint to read it from";
-    std::cerr << "infer-perf: --search: cannot read the configuration of model '" << o.model
-              << "': " << error << "\n";
-    if (!s.config_search) {
-      // A concurrency sweep alone does not need it: the model as it is.
-      s.config_json.clear();
-      error.clear();
-    } else {
-      return 1;
-    }
+    std::cerr << "infer-perf: " << (s.config_search ? "" : "note: ")
+              << "--search: cannot read the configuration of model '" << o.model << "': " << error
+              << "\n";
+    // A concurrency sweep alone does not need it: the model as it serves.
+    if (s.config_search) return 1;
+    s.config_json.clear();
   }
   const std::vector<SearchSettings> settings =
       s.config_search ? SearchCandidates(original, o.search_max_batch_sizes,
@@ -135,8 +132,7 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
   bool loaded_any = false;
   for (size_t i = 0; i < settings.size(); ++i) {
     s.candidates.push_back({settings[i], i == 0, "", {}});
-    std::fprintf(stderr, "config #%zu: %s%s\n", i, Describe(settings[i]).c_str(),
-                 i == 0 ? " (the model's)" : "");
+    std::fprintf(stderr, "config #%zu: %s\n", i, CandidateText(s, i).c_str());
     if (i > 0) {
       s.candidates[i].error =
           LoadWithConfig(*http, o.model, OverrideConfig(s.config_json, settings[i]));

@@ -52,4 +52,9 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
 // The text or --json report of `s` on stdout (perf_search_report.cc).
 void ReportSearch(const Options& o, const SearchOutcome& s);
 
+// "max_batch_size 8, dynamic batching off, 1 instance (the model's)" for
+// candidate `i` of `s`; "the model as it serves" when its config was not
+// read (perf_search_report.cc).
+std::string CandidateText(const SearchOutcome& s, size_t i);
+
 }  // namespace inferd::perf
