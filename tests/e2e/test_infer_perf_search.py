@@ -8,10 +8,13 @@ batching one instance serves 50 requests/s at any concurrency (latency grows wit
 dynamic batching concurrency 4 is served in batches at about the same latency (several times
 the throughput). The margins are wide, so the assertions hold on a loaded machine."""
 
+import json
+import signal
+import subprocess
 import unittest
 
 from harness import model_config, write_model
-from perf_util import PerfTestCase
+from perf_util import PERF, PerfTestCase
 
 STEP20 = model_config(
     "step20", "delay", [("INPUT0", "TYPE_INT32", (1,))], [("OUTPUT0", "TYPE_INT32", (1,))], 8,
@@ -97,6 +100,29 @@ class ExplicitSearchTest(SearchTestCase):
         self.assertTrue(all(c["results"][0]["requests"] > 0 for c in configs), configs)
         self.assertEqual(p.report["protocol"], "grpc")
         self.assertTrue(p.report["restored"])
+        self.assertEqual(self.config()["instance_group"][0]["count"], 1)
+
+    def test_ctrl_c_restores_the_model_and_reports_what_was_measured(self):
+        cmd = [PERF, "-u", "127.0.0.1:%d" % self.server.port, "-m", "step20", *SHORT,
+               "--search-instance-counts", "2,3,4", "--concurrency-range", "1:2", "--json"]
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            seen = []
+            for line in p.stderr:  # each config's line comes before its levels
+                seen.append(line)
+                if line.startswith("config #1:"):
+                    break
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 130, "".join(seen) + err)
+        self.assertIn("interrupted: loading the model's repository config again", err)
+        r = json.loads(out)
+        self.assertTrue(r["restored"], r)
+        self.assertLess(len(r["configs"]), 4, "the search stopped early")
         self.assertEqual(self.config()["instance_group"][0]["count"], 1)
 
 

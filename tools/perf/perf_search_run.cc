@@ -5,12 +5,29 @@
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <signal.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 
 namespace inferd::perf {
 namespace {
+
+// Ctrl-C during a config search: the level being measured completes, then
+// the model's repository config is loaded again and what was measured is
+// reported. The handler is one-shot, so a second Ctrl-C quits at once.
+std::atomic<bool> interrupted{false};
+
+extern "C" void OnInterrupt(int) { interrupted = true; }
+
+void CatchInterrupt() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnInterrupt;
+  sa.sa_flags = SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+}
 
 // The latency compared with -l: --percentile's, else p99 (Model Analyzer's).
 double SearchLatencyUs(const Options& o, const LevelResult& r) {
@@ -92,7 +109,7 @@ void Sweep(const Options& o, const MeasureFn& measure, size_t index, SearchOutco
   const ConcurrencyPlan plan = PlanFor(o);
   SearchCandidate& cand = s.candidates[index];
   std::vector<SearchPoint> mine;
-  for (int c = plan.start; c > 0; c = plan.Next(c)) {
+  for (int c = plan.start; c > 0 && !interrupted; c = plan.Next(c)) {
     cand.levels.push_back(measure(c));
     const LevelResult& r = cand.levels.back();
     SearchPoint p{index, c, r.client.throughput, SearchLatencyUs(o, r),
@@ -130,7 +147,8 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
                                          o.search_dynamic_batching, o.search_instance_counts)
                       : std::vector<SearchSettings>{original};
   bool loaded_any = false;
-  for (size_t i = 0; i < settings.size(); ++i) {
+  if (s.config_search) CatchInterrupt();
+  for (size_t i = 0; i < settings.size() && !interrupted; ++i) {
     s.candidates.push_back({settings[i], i == 0, "", {}});
     std::fprintf(stderr, "config #%zu: %s\n", i, CandidateText(s, i).c_str());
     if (i > 0) {
@@ -144,6 +162,10 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
     }
     Sweep(o, measure, i, s);
   }
+  if (interrupted) {
+    std::fprintf(stderr, "infer-perf: interrupted%s\n",
+                 loaded_any ? ": loading the model's repository config again" : "");
+  }
   if (loaded_any)
     Restore(o, *http, s);
   else
@@ -156,6 +178,7 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
               << "' again: " << s.restore_error << "\n";
     return 1;
   }
+  if (interrupted) return 130;  // the shell's status for SIGINT
   for (const auto& p : s.points) {
     if (p.ok) return 0;
   }

@@ -46,7 +46,9 @@ using MeasureFn = std::function<LevelResult(int concurrency)>;
 // Runs the search over `http` (config, load, unload) and `measure`, writes
 // the report, and returns the exit status: 0, or 1 when the config could
 // not be read, no level succeeded, or the repository config could not be
-// loaded again.
+// loaded again; 130 after a Ctrl-C in a config search (caught from then on:
+// the level being measured completes, the repository config is loaded
+// again and the levels measured are reported; a second Ctrl-C quits).
 int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measure);
 
 // The text or --json report of `s` on stdout (perf_search_report.cc).
