@@ -203,6 +203,15 @@ TEST(PerfSearchTest, OverrideConfigEditsOnlyTheSearchedFields) {
   EXPECT_NE(same.find(R"({"name":"m_1","kind":"KIND_CPU","count":1,"gpus":[]}])"),
             std::string::npos)
       << same;
+  // A layout the server chose (instance_layout "auto") stays with its count, and gives way to
+  // a searched count.
+  const char* automatic =
+      R"({"max_batch_size":4,"parameters":{"instance_layout":{"string_value":"auto"},)"
+      R"("x":{"string_value":"1"}},"instance_group":[{"kind":"KIND_CPU","count":2}]})";
+  EXPECT_EQ(OverrideConfig(automatic, {4, false, 2}), automatic);
+  EXPECT_EQ(OverrideConfig(automatic, {4, false, 1}),
+            R"({"max_batch_size":4,"parameters":{"x":{"string_value":"1"}},)"
+            R"("instance_group":[{"kind":"KIND_CPU","count":1}]})");
   EXPECT_EQ(OverrideConfig(R"({"max_batch_size":4})", {4, false, 2}),
             R"({"max_batch_size":4,"instance_group":[{"kind":"KIND_CPU","count":2}]})");
 }

@@ -87,7 +87,8 @@ bool SettingsFromConfig(const std::string& config_json, SearchSettings& out, std
 // maximum dropped, and a list of the old maximum alone, which is what the
 // server fills in when there is none), added empty, or removed; for a new
 // instance count one instance group (the first one's kind and devices) with
-// it (an unchanged count keeps the groups as they are).
+// it, and without the server's instance_layout "auto" mark (an unchanged
+// count keeps the groups and the mark as they are).
 std::string OverrideConfig(const std::string& config_json, const SearchSettings& s);
 
 // The fields `OverrideConfig(config_json, s)` sets, as config.pbtxt text

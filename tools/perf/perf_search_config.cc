@@ -7,6 +7,7 @@
 #include <rapidjson/writer.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <string>
 
 #include "perf_search.h"
@@ -46,8 +47,11 @@ int InstanceCount(const Value& d) {
 bool Apply(Document& d, const SearchSettings& s) {
   auto& a = d.GetAllocator();
   const long long old_max = d.HasMember("max_batch_size") ? IntField(d["max_batch_size"]) : 0;
-  d.EraseMember("max_batch_size");
-  d.AddMember("max_batch_size", s.max_batch_size, a);
+  // Fields are set where they are, so that the edit keeps the config's order.
+  if (d.HasMember("max_batch_size"))
+    d["max_batch_size"].SetInt(s.max_batch_size);
+  else
+    d.AddMember("max_batch_size", s.max_batch_size, a);
   if (!s.dynamic_batching) {
     d.EraseMember("dynamic_batching");
   } else if (!d.HasMember("dynamic_batching") || !d["dynamic_batching"].IsObject()) {
@@ -79,8 +83,15 @@ bool Apply(Document& d, const SearchSettings& s) {
   group.AddMember("count", s.instance_count, a);
   Value groups(rapidjson::kArrayType);
   groups.PushBack(group, a);
-  d.EraseMember("instance_group");
-  d.AddMember("instance_group", groups, a);
+  if (d.HasMember("instance_group"))
+    d["instance_group"] = groups;
+  else
+    d.AddMember("instance_group", groups, a);
+  // The server's mark of a layout it chooses itself (instance_layout "auto":
+  // docs/instance_layout.md) would override the count; without it an explicit
+  // count is honoured.
+  if (d.HasMember("parameters") && d["parameters"].IsObject())
+    d["parameters"].EraseMember("instance_layout");
   return true;
 }
 
