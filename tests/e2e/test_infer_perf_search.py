@@ -46,7 +46,7 @@ class ExplicitSearchTest(SearchTestCase):
 
     def test_config_search_finds_dynamic_batching_and_restores_the_model(self):
         p = self.search("--search-dynamic-batching", "on,off", "--concurrency-range", "1:4:3",
-                        "-l", "70", "--json")
+                        "-l", "1000", "--json")
         r = p.report
         self.assertEqual(r["latency"], "p99")
         configs = r["configs"]
@@ -69,7 +69,7 @@ class ExplicitSearchTest(SearchTestCase):
         self.assertEqual(speeds, sorted(speeds), "the front is by throughput")
         w = r["winner"]
         self.assertEqual((w["config"], w["concurrency"]), (1, 4), r)
-        self.assertLessEqual(w["latency_us"], 70000)
+        self.assertLessEqual(w["latency_us"], 1000000)
         self.assertIn("dynamic_batching", w["config_pbtxt"])
         self.assertIn("max_batch_size: 8\n", w["config_pbtxt"])
         self.assertIn("# instance_group: as the model has it (1 instance)", w["config_pbtxt"])
@@ -80,13 +80,13 @@ class ExplicitSearchTest(SearchTestCase):
         self.assertEqual(c["max_batch_size"], 8)
 
     def test_text_report_prints_the_front_and_the_winner_config(self):
-        p = self.search("--search-instance-counts", "2", "--concurrency-range", "2", "-l", "500")
+        p = self.search("--search-instance-counts", "4", "--concurrency-range", "4", "-l", "500")
         out = p.stdout
         self.assertIn("config #0: max_batch_size 8, dynamic batching off, 1 instance (the model's)",
                       out)
-        self.assertIn("config #1: max_batch_size 8, dynamic batching off, 2 instances", out)
+        self.assertIn("config #1: max_batch_size 8, dynamic batching off, 4 instances", out)
         self.assertIn("Pareto front (throughput against p99 latency):", out)
-        # Two instances serve concurrency 2 at twice the throughput: they win.
+        # Four instances serve concurrency 4 at four times the throughput: they win.
         self.assertIn("Winner within p99 <= 500.00 ms: config #1", out)
         self.assertIn("config.pbtxt fields:\nmax_batch_size: 8\ninstance_group [\n", out)
         self.assertIn("The model's repository config serves again.", out)
@@ -140,13 +140,20 @@ class ConcurrencySweepTest(SearchTestCase):
         self.assertNotIn("restored", r)
 
     def test_doubling_sweep_stops_on_the_plateau(self):
-        # One instance without batching: throughput stops growing at concurrency 2; the sweep
-        # stops after two levels without gain (4, unless noise made 2 look like a gain).
-        p = self.search("--search", "--percentile", "90", "--json")
+        # One instance without batching serves at most 50/s: the sweep stops after two doublings
+        # in a row without a 5 % gain (at 4 on a quiet machine; later where per-request overhead
+        # on a loaded one makes low concurrency slower), long before its last level.
+        p = self.search("--search", "--percentile", "90", "--search-max-concurrency", "128",
+                        "--json")
         r = p.report
-        levels = [level["concurrency"] for level in r["configs"][0]["results"]]
-        self.assertEqual(levels[:3], [1, 2, 4])
-        self.assertLessEqual(len(levels), 5, levels)
+        levels = r["configs"][0]["results"]
+        concurrencies = [level["concurrency"] for level in levels]
+        self.assertEqual(concurrencies[:3], [1, 2, 4])
+        self.assertLess(concurrencies[-1], 128, concurrencies)
+        speeds = [level["throughput_infer_per_sec"] for level in levels]
+        for k in (-2, -1):
+            self.assertLess(speeds[k], 1.05 * max(speeds[:k]), speeds)
+        self.assertLess(max(speeds), 60, speeds)
         self.assertEqual(r["latency"], "p90")
         self.assertIsNotNone(r["winner"])
 

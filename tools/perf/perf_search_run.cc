@@ -2,32 +2,64 @@
 // restore of the repository config (perf_search_run.h).
 #include "perf_search_run.h"
 
+#include <pthread.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <thread>
 
 namespace inferd::perf {
 namespace {
 
 // Ctrl-C during a config search: the level being measured completes, then
 // the model's repository config is loaded again and what was measured is
-// reported. The handler is one-shot, so a second Ctrl-C quits at once.
+// reported; a second Ctrl-C quits at once. The signal is blocked in the
+// search's thread and so in the load threads it starts (an interrupted
+// socket call would fail a request or the load call whose outcome the
+// restore depends on); one watcher thread that only sleeps takes it.
 std::atomic<bool> interrupted{false};
 
-extern "C" void OnInterrupt(int) { interrupted = true; }
-
-void CatchInterrupt() {
-  struct sigaction sa = {};
-  sa.sa_handler = OnInterrupt;
-  sa.sa_flags = SA_RESETHAND;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
+extern "C" void OnInterrupt(int) {
+  if (interrupted.exchange(true)) _exit(130);
 }
+
+class InterruptWatch {
+ public:
+  InterruptWatch() {
+    struct sigaction sa = {};
+    sa.sa_handler = OnInterrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigset_t sigint;
+    sigemptyset(&sigint);
+    sigaddset(&sigint, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigint, &old_mask_);
+    watcher_ = std::thread([this, sigint] {
+      pthread_sigmask(SIG_UNBLOCK, &sigint, nullptr);
+      while (!stop_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    });
+  }
+  ~InterruptWatch() {
+    stop_ = true;
+    watcher_.join();
+    pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);  // the handler stays: Ctrl-C quits
+  }
+  InterruptWatch(const InterruptWatch&) = delete;
+  InterruptWatch& operator=(const InterruptWatch&) = delete;
+
+ private:
+  sigset_t old_mask_;
+  std::atomic<bool> stop_{false};
+  std::thread watcher_;
+};
 
 // The latency compared with -l: --percentile's, else p99 (Model Analyzer's).
 double SearchLatencyUs(const Options& o, const LevelResult& r) {
@@ -54,9 +86,11 @@ std::string ErrorText(const client::HttpResponse& r) {
 }
 
 // Loads the model with `config_json` as the load API's config override;
-// "" when it serves, else why not.
+// "" when it serves, else why not. `answered`: the server answered (a
+// refused load leaves what served serving; without an answer, a timeout or
+// a lost connection, the load may still have happened).
 std::string LoadWithConfig(client::HttpClient& http, const std::string& model,
-                           const std::string& config_json) {
+                           const std::string& config_json, bool& answered) {
   rapidjson::StringBuffer buf;
   rapidjson::Writer<rapidjson::StringBuffer> w(buf);
   w.StartObject();
@@ -70,6 +104,7 @@ std::string LoadWithConfig(client::HttpClient& http, const std::string& model,
   const client::ClientStatus st =
       http.Post("/v2/repository/models/" + model + "/load", buf.GetString(),
                 {{"Content-Type", "application/json"}}, r);
+  answered = st.ok;
   if (!st.ok) return st.message;
   return r.status == 200 ? "" : ErrorText(r);
 }
@@ -146,19 +181,21 @@ int RunSearch(const Options& o, client::HttpClient* http, const MeasureFn& measu
       s.config_search ? SearchCandidates(original, o.search_max_batch_sizes,
                                          o.search_dynamic_batching, o.search_instance_counts)
                       : std::vector<SearchSettings>{original};
-  bool loaded_any = false;
-  if (s.config_search) CatchInterrupt();
+  bool loaded_any = false;  // the model may serve a candidate: restore at the end
+  std::unique_ptr<InterruptWatch> watch;
+  if (s.config_search) watch = std::make_unique<InterruptWatch>();
   for (size_t i = 0; i < settings.size() && !interrupted; ++i) {
     s.candidates.push_back({settings[i], i == 0, "", {}});
     std::fprintf(stderr, "config #%zu: %s\n", i, CandidateText(s, i).c_str());
     if (i > 0) {
+      bool answered = false;
       s.candidates[i].error =
-          LoadWithConfig(*http, o.model, OverrideConfig(s.config_json, settings[i]));
+          LoadWithConfig(*http, o.model, OverrideConfig(s.config_json, settings[i]), answered);
+      if (s.candidates[i].error.empty() || !answered) loaded_any = true;
       if (!s.candidates[i].error.empty()) {
         std::fprintf(stderr, "  load failed: %s\n", s.candidates[i].error.c_str());
         continue;
       }
-      loaded_any = true;
     }
     Sweep(o, measure, i, s);
   }
