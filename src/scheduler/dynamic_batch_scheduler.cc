@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace inferd {
+namespace {
+
+int64_t RowsOf(const std::vector<std::unique_ptr<PendingRequest>>& batch) {
+  int64_t rows = 0;
+  for (const auto& p : batch) rows += p->rows;
+  return rows;
+}
+
+}  // namespace
 
 std::string BatchSignature(const InferRequest& request, bool batching) {
   std::string sig;
@@ -46,6 +55,7 @@ DynamicBatchScheduler::DynamicBatchScheduler(
   }
   if (config_.preserve_ordering) ordering_ = std::make_shared<ResponseOrder>();
   limits_ = std::move(limits);
+  layout_ = config.layout;
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
     threads_.emplace_back([this, i, start = config.instance_start] {
@@ -100,8 +110,9 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   }
   if (ctx_.stats) ctx_.stats->AddPending(1);
   lv.queue.push_back(std::move(pending));
-  // A lent instance's thread ignores wake-ups: make sure a free one hears.
-  const bool any_lent = inline_runs_ > 0;
+  // A lent instance's thread (or one the layout leaves out) ignores
+  // wake-ups: make sure a free one hears.
+  const bool any_lent = inline_runs_ > 0 || layout_;
   lock.Unlock();
   any_lent ? cv_.NotifyAll() : cv_.NotifyOne();
 }
@@ -113,7 +124,7 @@ int DynamicBatchScheduler::LendIdleInstanceLocked() {
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     // A rate-limited instance runs only through the limiter, on its thread.
-    if (slots_[i].idle && !slots_[i].lent && !limits_.limited(i)) {
+    if (slots_[i].idle && !slots_[i].lent && !limits_.limited(i) && !InactiveLocked(i)) {
       slots_[i].lent = true;
       ++inline_runs_;
       return static_cast<int>(i);
@@ -126,9 +137,10 @@ void DynamicBatchScheduler::RunInline(size_t index, std::unique_ptr<PendingReque
   std::vector<std::unique_ptr<PendingRequest>> batch;
   batch.push_back(std::move(pending));
   const auto start = std::chrono::steady_clock::now();
-  RunBatch(ctx_, *instances_[index], batch);
+  const auto run = layout_ ? layout_->Begin(1) : InstanceLayout::Run{};
+  RunBatch(ctx_, *instances_[index], batch, run.threads);
   RecordExecution(std::chrono::steady_clock::now() - start);
-  bool wake = false;
+  bool wake = layout_ && layout_->End(run, 0);
   {
     MutexLock lock(mu_);
     slots_[index].lent = false;
@@ -137,7 +149,7 @@ void DynamicBatchScheduler::RunInline(size_t index, std::unique_ptr<PendingReque
     // Waking every instance thread after each inline run (one request at a
     // time, the case inline execution is for) cost a futex wake-up and a
     // context switch per request for nothing.
-    wake = stopping_ || !EmptyLocked();
+    wake = wake || stopping_ || !EmptyLocked();
   }
   if (wake) cv_.NotifyAll();
 }
@@ -168,6 +180,12 @@ void DynamicBatchScheduler::Stop() {
     while (inline_runs_ != 0) cv_.Wait(lock);
   }
   limits_.Reset();
+}
+
+size_t DynamicBatchScheduler::QueuedLocked() const {
+  size_t n = delayed_.size();
+  for (const auto& [l, lv] : levels_) n += lv.queue.size();
+  return n;
 }
 
 bool DynamicBatchScheduler::EmptyLocked() const {
@@ -229,7 +247,8 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
   std::vector<BatchCandidate> view;
   MutexLock lock(mu_);
   for (;;) {
-    if (slots_[index].lent) {  // a caller runs a request on this instance
+    // A caller runs a request on this instance, or the layout leaves it out.
+    if (slots_[index].lent || InactiveLocked(index)) {
       cv_.Wait(lock);
       continue;
     }
@@ -285,12 +304,15 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     }
     TakeLocked(d.take, batch);
     const bool more = !EmptyLocked();
-    const bool any_lent = inline_runs_ > 0;
+    const bool any_lent = inline_runs_ > 0 || layout_;
+    const size_t queued = layout_ ? QueuedLocked() : 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
     const auto start = std::chrono::steady_clock::now();
-    RunBatch(ctx_, instance, batch);
+    const auto run = layout_ ? layout_->Begin(RowsOf(batch)) : InstanceLayout::Run{};
+    RunBatch(ctx_, instance, batch, run.threads);
     if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
+    if (layout_ && layout_->End(run, queued)) cv_.NotifyAll();  // newly active instances
     lock.Lock();
     gate.Done(!EmptyLocked());
   }
