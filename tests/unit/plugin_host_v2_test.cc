@@ -47,7 +47,7 @@ InferdError* Execute(void*, InferdRequest* const* requests, uint32_t n) {
 }
 
 InferdBackendApi table = {
-    INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Execute};
+    INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Execute, 0};
 const InferdBackendApi* Entry(uint32_t) { return &table; }
 
 std::string Take(InferdError* e) {
