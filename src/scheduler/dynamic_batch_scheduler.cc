@@ -110,9 +110,8 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   }
   if (ctx_.stats) ctx_.stats->AddPending(1);
   lv.queue.push_back(std::move(pending));
-  // A lent instance's thread (or one the layout leaves out) ignores
-  // wake-ups: make sure a free one hears.
-  const bool any_lent = inline_runs_ > 0 || layout_;
+  // A lent instance's thread ignores wake-ups: make sure a free one hears.
+  const bool any_lent = inline_runs_ > 0;
   lock.Unlock();
   any_lent ? cv_.NotifyAll() : cv_.NotifyOne();
 }
@@ -140,16 +139,17 @@ void DynamicBatchScheduler::RunInline(size_t index, std::unique_ptr<PendingReque
   const auto run = layout_ ? layout_->Begin(1) : InstanceLayout::Run{};
   RunBatch(ctx_, *instances_[index], batch, run.threads);
   RecordExecution(std::chrono::steady_clock::now() - start);
-  bool wake = layout_ && layout_->End(run, 0);
+  bool wake = false;
   {
     MutexLock lock(mu_);
+    if (layout_) LayoutEndLocked(run);
     slots_[index].lent = false;
     --inline_runs_;
     // Only Stop, or requests queued meanwhile, need a thread to look again.
     // Waking every instance thread after each inline run (one request at a
     // time, the case inline execution is for) cost a futex wake-up and a
     // context switch per request for nothing.
-    wake = wake || stopping_ || !EmptyLocked();
+    wake = stopping_ || !EmptyLocked();
   }
   if (wake) cv_.NotifyAll();
 }
@@ -168,6 +168,7 @@ void DynamicBatchScheduler::Stop() {
     stopping_ = true;
   }
   cv_.NotifyAll();
+  layout_cv_.NotifyAll();
   // A thread waiting for the limiter looks at its queue again (and waits
   // again only if requests remain to drain).
   limits_.InterruptAll();
@@ -180,6 +181,14 @@ void DynamicBatchScheduler::Stop() {
     while (inline_runs_ != 0) cv_.Wait(lock);
   }
   limits_.Reset();
+}
+
+void DynamicBatchScheduler::LayoutEndLocked(const InstanceLayout::Run& run) {
+  // Under mu_: an instance thread checks its layout state under mu_ too, so
+  // none can miss the change between its check and its wait.
+  if (!layout_->End(run, QueuedLocked())) return;
+  cv_.NotifyAll();         // instances left out move to layout_cv_
+  layout_cv_.NotifyAll();  // newly active ones come back
 }
 
 size_t DynamicBatchScheduler::QueuedLocked() const {
@@ -247,9 +256,12 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
   std::vector<BatchCandidate> view;
   MutexLock lock(mu_);
   for (;;) {
-    // A caller runs a request on this instance, or the layout leaves it out.
-    if (slots_[index].lent || InactiveLocked(index)) {
+    if (slots_[index].lent) {  // a caller runs a request on this instance
       cv_.Wait(lock);
+      continue;
+    }
+    if (InactiveLocked(index)) {  // the layout leaves it out
+      layout_cv_.Wait(lock);
       continue;
     }
     const auto now = ctx_.clock->Now();
@@ -303,17 +315,17 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       continue;
     }
     TakeLocked(d.take, batch);
+    // The thread hint of the layout this instance was active in (changes are made under mu_).
+    const auto run = layout_ ? layout_->Begin(RowsOf(batch)) : InstanceLayout::Run{};
     const bool more = !EmptyLocked();
-    const bool any_lent = inline_runs_ > 0 || layout_;
-    const size_t queued = layout_ ? QueuedLocked() : 0;
+    const bool any_lent = inline_runs_ > 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
     const auto start = std::chrono::steady_clock::now();
-    const auto run = layout_ ? layout_->Begin(RowsOf(batch)) : InstanceLayout::Run{};
     RunBatch(ctx_, instance, batch, run.threads);
     if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
-    if (layout_ && layout_->End(run, queued)) cv_.NotifyAll();  // newly active instances
     lock.Lock();
+    if (layout_) LayoutEndLocked(run);
     gate.Done(!EmptyLocked());
   }
 }

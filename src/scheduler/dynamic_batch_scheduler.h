@@ -21,7 +21,8 @@
 // With an automatic instance layout (SchedulerConfig::layout), only the
 // instances the layout makes active take batches (all of them drain at
 // Stop), each execution gets the layout's thread hint, and every execution
-// is reported to it; a change of layout wakes every instance thread.
+// is reported to it (under the queue lock); instances left out wait on a
+// condition variable of their own, so wake-ups for work reach active ones.
 #pragma once
 
 #include <atomic>
@@ -86,6 +87,8 @@ class DynamicBatchScheduler : public Scheduler {
   bool InactiveLocked(size_t index) const INFERD_REQUIRES(mu_) {
     return layout_ && !stopping_ && !layout_->Active(index);
   }
+  // Reports an execution to the layout; wakes the instances on a change.
+  void LayoutEndLocked(const InstanceLayout::Run& run) INFERD_REQUIRES(mu_);
   // Moves the next batch (`take` requests in serving order) into `batch`.
   void TakeLocked(size_t take, std::vector<std::unique_ptr<PendingRequest>>& batch)
       INFERD_REQUIRES(mu_);
@@ -104,6 +107,8 @@ class DynamicBatchScheduler : public Scheduler {
 
   Mutex mu_;
   CondVar cv_;
+  CondVar layout_cv_;  // instances the automatic layout leaves out wait here
+
   std::vector<Slot> slots_ INFERD_GUARDED_BY(mu_);           // one per instance
   std::map<uint64_t, Level> levels_ INFERD_GUARDED_BY(mu_);  // 1 = highest priority
   std::deque<std::unique_ptr<PendingRequest>> delayed_ INFERD_GUARDED_BY(mu_);
