@@ -59,6 +59,18 @@ inference::ModelConfig LaidOutConfig(const inference::ModelConfig& given,
   return ResolveInstanceLayout(given, hints, AutomaticInstanceCount());
 }
 
+// The automatic instance layout over a stateless model's `instances`; null
+// when its config fixes them.
+std::shared_ptr<InstanceLayout> MakeLayout(const inference::ModelConfig& config,
+                                           const SchedulerConfig& sched,
+                                           const ModelIdentity& identity, size_t instances) {
+  if (!WantsAutomaticInstanceLayout(config) || sched.kind == SchedulerConfig::Kind::kSequence) {
+    return nullptr;
+  }
+  return std::make_shared<InstanceLayout>(identity.name, identity.version,
+                                          static_cast<int>(instances));
+}
+
 // The response cache's load-time rules (Triton's texts): a sequence's or a
 // decoupled model's answers are not a function of one request's inputs.
 Status CheckResponseCache(const inference::ModelConfig& config) {
@@ -98,7 +110,6 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
                                                            const std::string& model_dir,
                                                            int64_t version,
                                                            const VersionServices& services) {
-  // Automatic instance layout: the config with the instance count chosen.
   const inference::ModelConfig config = LaidOutConfig(given, services.registry);
   Clock* clock = services.clock;
   const InferFunction& ensemble_infer = services.ensemble_infer;
@@ -165,11 +176,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
   if (*warmup) {
     sched.instance_start = [w = *warmup](size_t i, BackendInstance& inst) { w->Run(i, inst); };
   }
-  if (WantsAutomaticInstanceLayout(config) && sched.kind != SchedulerConfig::Kind::kSequence) {
-    sched.layout = std::make_shared<InstanceLayout>(mv->spec_.name, version,
-                                                    static_cast<int>(instances->size()));
-    mv->layout_ = sched.layout;
-  }
+  sched.layout = mv->layout_ = MakeLayout(config, sched, identity, instances->size());
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
                                                          &mv->stats_, clock, std::move(*limits));

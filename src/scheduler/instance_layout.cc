@@ -1,6 +1,7 @@
 #include "scheduler/instance_layout.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/log.h"
@@ -53,7 +54,7 @@ bool InstanceLayout::End(const Run& run, size_t queued) {
     const auto candidates = LayoutTuner::Candidates(instances_);
     for (size_t i = 0; i < candidates.size(); ++i) {
       why << ' ' << candidates[i].instances << 'x' << candidates[i].threads << '='
-          << static_cast<int64_t>(tuner_.measured()[i] + 0.5);
+          << std::lround(tuner_.measured()[i]);
     }
     why << ')';
   }
