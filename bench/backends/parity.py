@@ -11,6 +11,7 @@ this process for the direct phase, to inferd for its phase); the files are left 
 
 Usage: parity.py [--rounds 3] [--seconds 5] [--threads 2] [--optimize no|yes]
                  [--server-env K=V ...] [--config-param K=V ...] [--perf DIR]
+                 [--layout fixed|auto]
 
 inferd inherits this process's environment plus --server-env; the direct side runs with this
 process's environment (set OMP_WAIT_POLICY etc. on the command line to compare policies)."""
@@ -35,7 +36,6 @@ max_batch_size: 32
 input [ { name: "input" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]
 output [ { name: "logits" data_type: TYPE_FP32 dims: [ 1000 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 2000 }
-instance_group [ { kind: KIND_CPU count: 1 } ]
 %s
 model_warmup [ { name: "w" batch_size: 1 count: 3 inputs { key: "input"
   value { data_type: TYPE_FP32 dims: [ 3, 224, 224 ] zero_data: true } } } ]
@@ -114,6 +114,10 @@ def main():
     p.add_argument("--config-param", action="append", default=[],
                    help="K=V config parameter of inferd's resnet18")
     p.add_argument("--perf", help="directory for perf record/stat files per phase")
+    p.add_argument("--server-log", help="write inferd's log to this file")
+    p.add_argument("--layout", default="fixed", choices=("fixed", "auto"),
+                   help="inferd: one instance of --threads threads (fixed), or no instance_group"
+                   " and no thread count: the server's automatic layout (docs/instance_layout.md)")
     a = p.parse_args()
     path = os.path.join(ROOT, "examples", "models", "resnet18", "1", "model.pt")
     saved = torch.jit.load(path).eval()
@@ -129,14 +133,18 @@ def main():
     repo = tempfile.mkdtemp(prefix="parity-")
     os.makedirs(os.path.join(repo, "resnet18", "1"))
     os.symlink(path, os.path.join(repo, "resnet18", "1", "model.pt"))
-    params = [("INTRA_OP_THREAD_COUNT", str(a.threads))] + \
-        [tuple(kv.split("=", 1)) for kv in a.config_param]
+    params = [tuple(kv.split("=", 1)) for kv in a.config_param]
+    group = ""
+    if a.layout == "fixed":
+        params.append(("INTRA_OP_THREAD_COUNT", str(a.threads)))
+        group = "instance_group [ { kind: KIND_CPU count: 1 } ]\n"
     with open(os.path.join(repo, "resnet18", "config.pbtxt"), "w") as f:
-        f.write(CONFIG % "\n".join(param(k, v) for k, v in params))
+        f.write(CONFIG % (group + "\n".join(param(k, v) for k, v in params)))
     if a.perf:
         os.makedirs(a.perf, exist_ok=True)
     env = dict(kv.split("=", 1) for kv in a.server_env)
-    server = Server(repo, env=env, extra_args=["--repository-follow-external-symlinks=true"])
+    server = Server(repo, env=env, extra_args=["--repository-follow-external-symlinks=true"],
+                    log_path=a.server_log)
     server.start()
     rows = []
     try:
