@@ -6,19 +6,18 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cstdio>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "frontend/http/http_listener_util.h"
+#include "frontend/http/http_wire.h"
 
 namespace inferd::http {
 
@@ -39,17 +38,10 @@ struct Shared {
   std::atomic<int> connections{0};  // open sessions
 };
 
-// The error a chunked body with too many chunks is refused with.
 // How many bytes of a streamed response may wait for a slow client before
 // the request is cancelled and the connection closed: the producer (a model)
 // must never block, so the backlog is bounded instead.
 constexpr size_t kMaxStreamBacklog = 64 << 20;
-
-const beast::error_code& TooManyChunks() {
-  static const beast::error_code ec =
-      beast::error_code(static_cast<int>(std::errc::message_size), beast::generic_category());
-  return ec;
-}
 
 // One connection. `Stream` is beast::tcp_stream (plain) or
 // beast::ssl_stream<beast::tcp_stream> (TLS); timers and the socket are on
@@ -133,12 +125,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                             });
   }
 
-  // Parses what the buffer holds. A small request usually arrives whole in
-  // the first read: then it is answered without the asynchronous header and
-  // body reads (their timers, a post each, and beast's composed operations:
-  // measurably much of the per-request CPU on `simple`). Otherwise the
-  // reads continue from where the parser stopped, with their timeouts.
-  // Errors are the ones those reads would report for the same bytes.
+  // A small request usually arrives whole in one read: it is then parsed
+  // here, without the async header/body reads (timers, posts, composed ops:
+  // much of `simple`'s CPU). Otherwise those reads go on from where the
+  // parser stopped. Errors are the ones they would report for these bytes.
   void ParseBuffered() {
     beast::error_code ec;
     parser_->eager(true);  // the header, then as much of the body as is here
@@ -149,8 +139,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
     if (ec == bhttp::error::need_more) ec = {};
     if (ec || parser_->is_done()) return OnRead(ec);
-    if (!parser_->is_header_done()) return ReadHeader();
-    ReadBody();
+    parser_->is_header_done() ? ReadBody() : ReadHeader();
   }
 
   // Header phase: the whole header within header_timeout_secs.
@@ -173,25 +162,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void OnRead(beast::error_code ec) {
-    if (ec == TooManyChunks()) {
+    if (auto refusal = ReadRefusal(ec, shared_->options)) {  // a limit was exceeded
       keep_alive_ = false;
-      Write(ErrorResponse(400, "chunked request body has more than " +
-                                   std::to_string(shared_->options.max_chunks) +
-                                   " chunks. Use --http-max-chunks to increase the limit."));
-      return;
-    }
-    if (ec == bhttp::error::body_limit) {
-      keep_alive_ = false;
-      Write(ErrorResponse(400, "request body exceeds the maximum of " +
-                                   std::to_string(shared_->options.max_body_bytes) +
-                                   " bytes. Use --http-max-input-size to increase the limit."));
-      return;
-    }
-    if (ec == bhttp::error::header_limit) {
-      keep_alive_ = false;
-      Write(ErrorResponse(431, "request headers exceed " +
-                                   std::to_string(shared_->options.max_header_bytes) +
-                                   " bytes. Use --http-max-header-size to increase the limit."));
+      Write(std::move(*refusal));
       return;
     }
     if (ec) {
@@ -223,9 +196,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     // the next request is parsed from the buffer once this one is answered.
     // Not on TLS: cancelling a pending TLS read may leave the TLS stream
     // unusable, so a TLS client that leaves is noticed when the response is
-    // written instead. Nor when the handler has already answered (a model
-    // run inline): nothing is left to cancel, and the watch would cost a
-    // read that finds nothing and a cancellation per request.
+    // written instead. Nor once the handler has answered (a model run
+    // inline): nothing to cancel, and it would cost a read and a cancel.
     if (!kTls && buffer_.size() == 0 && !responder->Sent()) StartWatch();
   }
 
@@ -296,11 +268,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res->keep_alive(keep_alive_);
     res->body() = std::move(r.body);
     res->prepare_payload();
-    // The header is laid out here, byte for byte as beast's serializer
-    // would (start line, the fields in their order, a blank line), and
-    // written with the body in one gather write: beast's serializer costs
-    // more CPU than the rest of a small response's write path together.
-    auto head = std::make_shared<std::string>(SerializeHeader(*res));
+    // Head (http_wire.h) and body in one gather write.
+    auto head = std::make_shared<std::string>(ResponseHead(*res));
     const std::array<net::const_buffer, 2> out = {net::buffer(*head), net::buffer(res->body())};
     Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
     net::async_write(stream_, out,
@@ -317,34 +286,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
                          self->Then(Next::kRead);
                        }
                      });
-  }
-
-  // "HTTP/1.1 200 OK\r\n", each "Name: value\r\n" in the fields' order, "\r\n".
-  static std::string SerializeHeader(const bhttp::response<bhttp::string_body>& res) {
-    const unsigned v = res.version(), code = res.result_int();
-    const beast::string_view reason = res.reason();
-    std::string h;
-    h.reserve(256);
-    const char start[] = {'H',
-                          'T',
-                          'T',
-                          'P',
-                          '/',
-                          static_cast<char>('0' + v / 10),
-                          '.',
-                          static_cast<char>('0' + v % 10),
-                          ' ',
-                          static_cast<char>('0' + code / 100),
-                          static_cast<char>('0' + (code / 10) % 10),
-                          static_cast<char>('0' + code % 10),
-                          ' '};
-    h.append(start, sizeof(start)).append(reason.data(), reason.size()).append("\r\n");
-    for (const auto& f : res) {
-      h.append(f.name_string().data(), f.name_string().size()).append(": ");
-      h.append(f.value().data(), f.value().size()).append("\r\n");
-    }
-    h.append("\r\n");
-    return h;
   }
 
   // Streamed responses: one write in flight, the rest framed and queued;
