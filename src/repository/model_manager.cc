@@ -516,6 +516,9 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
       if (auto f = rec.footprints.find(v); Serves(vs.state) && f != rec.footprints.end()) {
         entry.memory_bytes = f->second;
       }
+      if (auto rt = rec.runtimes.find(v); Serves(vs.state) && rt != rec.runtimes.end()) {
+        entry.layout = rt->second->layout();
+      }
       out.push_back(std::move(entry));
     }
   }

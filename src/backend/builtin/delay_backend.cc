@@ -2,7 +2,15 @@
 // `execute_delay_ms` once per execution, whatever the batch size. Makes
 // batching observable (and benchmarkable) without hooks. A built-in plugin
 // on the C ABI.
+//
+// `execute_delay_parallel_fraction` p (0..1, default 0) models a CPU model
+// that parallelises: with the server's CPU thread hint t (ABI v3; 1 when
+// there is none) the sleep is scaled by Amdahl's law, (1-p) + p/t. The
+// backend declares INFERD_BACKEND_CAP_CPU_THREAD_HINT, so a delay model with
+// no instance count gets the automatic layout (scheduler/instance_layout.h).
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -17,6 +25,7 @@ using namespace inferd_backend;
 struct DelayModel {
   std::string input, output;
   int64_t delay_ms = 0;
+  double parallel_fraction = 0;
 
   explicit DelayModel(const InferdModelInfo& info) {
     if (info.input_count != 1 || info.output_count != 1 ||
@@ -26,6 +35,19 @@ struct DelayModel {
     input = info.inputs[0].name;
     output = info.outputs[0].name;
     delay_ms = IntParameter(info, "execute_delay_ms", 0, 0, 600000);
+    if (const char* p = FindParameter(info, "execute_delay_parallel_fraction")) {
+      char* end = nullptr;
+      parallel_fraction = std::strtod(p, &end);
+      if (end == p || *end != '\0' || !(parallel_fraction >= 0 && parallel_fraction <= 1)) {
+        ThrowInvalidArgument(
+            "parameter 'execute_delay_parallel_fraction' must be a number from 0 to 1");
+      }
+    }
+  }
+  // The sleep for an execution given `threads` CPU threads (Amdahl's law).
+  std::chrono::microseconds Delay(int threads) const {
+    const double scale = (1 - parallel_fraction) + parallel_fraction / std::max(1, threads);
+    return std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000 * scale));
   }
 };
 
@@ -35,7 +57,7 @@ struct DelayInstance {
   DelayInstance(DelayModel& m, const InferdInstanceInfo&) : model(m) {}
 
   void Execute(InferdRequest* const* requests, uint32_t n) {
-    if (model.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(model.delay_ms));
+    if (model.delay_ms > 0) std::this_thread::sleep_for(model.Delay(CpuThreadsHint(requests, n)));
     ForEachRequest(requests, n, [&](const Request& r) {
       InferdTensor in{};
       if (!r.FindInput(model.input.c_str(), &in)) {
@@ -52,7 +74,7 @@ struct DelayInstance {
 }  // namespace
 
 const InferdBackendApi* DelayBackendEntry(uint32_t) {
-  return &BackendTable<DelayModel, DelayInstance>::kApi;
+  return &BackendTable<DelayModel, DelayInstance, INFERD_BACKEND_CAP_CPU_THREAD_HINT>::kApi;
 }
 
 }  // namespace inferd
