@@ -105,25 +105,26 @@ Status CheckOutputAlloc(const std::vector<TensorSpec>& outputs, const InferRespo
   for (const auto& o : outputs) {
     if (o.name == name) spec = &o;
   }
-  const std::string q = std::string("output '") + name + "'";
-  if (spec == nullptr) return InvalidArgument(q + " is not an output of the model");
+  // Built only for an error: this runs for every output of every request.
+  auto q = [&] { return std::string("output '") + name + "'"; };
+  if (spec == nullptr) return InvalidArgument(q() + " is not an output of the model");
   if (static_cast<int>(spec->datatype) != datatype) {
     return InvalidArgument(
-        q + ": datatype " + std::string(DataTypeToProtocol(static_cast<DataType>(datatype))) +
+        q() + ": datatype " + std::string(DataTypeToProtocol(static_cast<DataType>(datatype))) +
         " differs from the configured " + std::string(DataTypeToProtocol(spec->datatype)));
   }
   if (existing.FindOutput(name) != nullptr) {
-    return InvalidArgument(q + " was already allocated for this request");
+    return InvalidArgument(q() + " was already allocated for this request");
   }
-  if (dims_count > 0 && shape == nullptr) return InvalidArgument(q + ": shape is NULL");
+  if (dims_count > 0 && shape == nullptr) return InvalidArgument(q() + ": shape is NULL");
   std::span<const int64_t> dims(shape, dims_count);
   if (!ElementCount(dims)) {
-    return InvalidArgument(q + ": invalid shape " + ShapeToString(dims));
+    return InvalidArgument(q() + ": invalid shape " + ShapeToString(dims));
   }
   if (spec->datatype != DataType::kBytes) {
     auto expected = ByteSize(spec->datatype, dims);
     if (!expected || *expected != byte_size) {
-      return InvalidArgument(q + ": " + std::to_string(byte_size) + " bytes do not fit shape " +
+      return InvalidArgument(q() + ": " + std::to_string(byte_size) + " bytes do not fit shape " +
                              ShapeToString(dims) + " of " +
                              std::string(DataTypeToProtocol(spec->datatype)));
     }

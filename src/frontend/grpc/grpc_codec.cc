@@ -299,7 +299,11 @@ StatusOr<DecodedInferRequest> DecodeInferRequest(std::shared_ptr<const ModelInfe
                              " has unknown datatype " + Q(in.datatype()));
     }
     input.shape.assign(in.shape().begin(), in.shape().end());
-    auto slice = DecodeSharedMemoryParameters(in.parameters(), "input " + Q(input.name), shm);
+    // No parameters, no shared memory (and no error prefix to build).
+    StatusOr<std::optional<SharedMemorySlice>> slice = std::optional<SharedMemorySlice>();
+    if (!in.parameters().empty()) {
+      slice = DecodeSharedMemoryParameters(in.parameters(), "input " + Q(input.name), shm);
+    }
     if (!slice.ok()) return slice.status();
     if (slice->has_value()) {
       if (in.has_contents()) {

@@ -6,19 +6,18 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <cstdio>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
 #include "frontend/http/http_listener_util.h"
+#include "frontend/http/http_wire.h"
 
 namespace inferd::http {
 
@@ -39,17 +38,10 @@ struct Shared {
   std::atomic<int> connections{0};  // open sessions
 };
 
-// The error a chunked body with too many chunks is refused with.
 // How many bytes of a streamed response may wait for a slow client before
 // the request is cancelled and the connection closed: the producer (a model)
 // must never block, so the backlog is bounded instead.
 constexpr size_t kMaxStreamBacklog = 64 << 20;
-
-const beast::error_code& TooManyChunks() {
-  static const beast::error_code ec =
-      beast::error_code(static_cast<int>(std::errc::message_size), beast::generic_category());
-  return ec;
-}
 
 // One connection. `Stream` is beast::tcp_stream (plain) or
 // beast::ssl_stream<beast::tcp_stream> (TLS); timers and the socket are on
@@ -122,15 +114,32 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       if (++chunks_ > shared_->options.max_chunks) ec = TooManyChunks();
     };
     parser_->on_chunk_header(chunk_cb_);
-    if (buffer_.size() > 0) return ReadHeader();  // pipelined bytes: a request has begun
+    if (buffer_.size() > 0) return ParseBuffered();  // pipelined bytes: a request has begun
     // Idle phase: a keep-alive connection waits for the first byte.
     Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
     stream_.async_read_some(buffer_.prepare(16384),
                             [self = shared_from_this()](beast::error_code ec, size_t n) {
                               if (ec) return self->Close();
                               self->buffer_.commit(n);
-                              self->ReadHeader();
+                              self->ParseBuffered();
                             });
+  }
+
+  // A small request usually arrives whole in one read: it is then parsed
+  // here, without the async header/body reads (timers, posts, composed ops:
+  // much of `simple`'s CPU). Otherwise those reads go on from where the
+  // parser stopped. Errors are the ones they would report for these bytes.
+  void ParseBuffered() {
+    beast::error_code ec;
+    parser_->eager(true);  // the header, then as much of the body as is here
+    while (buffer_.size() > 0 && !parser_->is_done()) {
+      const size_t used = parser_->put(buffer_.data(), ec);
+      buffer_.consume(used);
+      if (ec || used == 0) break;
+    }
+    if (ec == bhttp::error::need_more) ec = {};
+    if (ec || parser_->is_done()) return OnRead(ec);
+    parser_->is_header_done() ? ReadBody() : ReadHeader();
   }
 
   // Header phase: the whole header within header_timeout_secs.
@@ -153,25 +162,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   }
 
   void OnRead(beast::error_code ec) {
-    if (ec == TooManyChunks()) {
+    if (auto refusal = ReadRefusal(ec, shared_->options)) {  // a limit was exceeded
       keep_alive_ = false;
-      Write(ErrorResponse(400, "chunked request body has more than " +
-                                   std::to_string(shared_->options.max_chunks) +
-                                   " chunks. Use --http-max-chunks to increase the limit."));
-      return;
-    }
-    if (ec == bhttp::error::body_limit) {
-      keep_alive_ = false;
-      Write(ErrorResponse(400, "request body exceeds the maximum of " +
-                                   std::to_string(shared_->options.max_body_bytes) +
-                                   " bytes. Use --http-max-input-size to increase the limit."));
-      return;
-    }
-    if (ec == bhttp::error::header_limit) {
-      keep_alive_ = false;
-      Write(ErrorResponse(431, "request headers exceed " +
-                                   std::to_string(shared_->options.max_header_bytes) +
-                                   " bytes. Use --http-max-header-size to increase the limit."));
+      Write(std::move(*refusal));
       return;
     }
     if (ec) {
@@ -197,13 +190,15 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     answering_ = true;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     req.cancelled = cancel_;
-    shared_->handler(std::move(req), std::make_shared<Responder>(shared_from_this(), cancel_));
+    auto responder = std::make_shared<Responder>(shared_from_this(), cancel_);
+    shared_->handler(std::move(req), responder);
     // With pipelined bytes already buffered the client is evidently there;
     // the next request is parsed from the buffer once this one is answered.
     // Not on TLS: cancelling a pending TLS read may leave the TLS stream
     // unusable, so a TLS client that leaves is noticed when the response is
-    // written instead.
-    if (!kTls && buffer_.size() == 0) StartWatch();
+    // written instead. Nor once the handler has answered (a model run
+    // inline): nothing to cancel, and it would cost a read and a cancel.
+    if (!kTls && buffer_.size() == 0 && !responder->Sent()) StartWatch();
   }
 
   // While a request is being served, a read on the socket notices a client
@@ -273,21 +268,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res->keep_alive(keep_alive_);
     res->body() = std::move(r.body);
     res->prepare_payload();
+    // Head (http_wire.h) and body in one gather write.
+    auto head = std::make_shared<std::string>(ResponseHead(*res));
+    const std::array<net::const_buffer, 2> out = {net::buffer(*head), net::buffer(res->body())};
     Lowest().expires_after(std::chrono::seconds(shared_->options.idle_timeout_secs));
-    bhttp::async_write(stream_, *res,
-                       [self = shared_from_this(), res](beast::error_code ec, size_t) {
-                         if (self->answering_) {
-                           self->answering_ = false;
-                           self->shared_->active.fetch_sub(1);
-                         }
-                         if (ec) {
-                           self->Then(Next::kClose);
-                         } else if (!self->keep_alive_) {
-                           self->Then(Next::kLinger);
-                         } else {
-                           self->Then(Next::kRead);
-                         }
-                       });
+    net::async_write(stream_, out,
+                     [self = shared_from_this(), res, head](beast::error_code ec, size_t) {
+                       if (self->answering_) {
+                         self->answering_ = false;
+                         self->shared_->active.fetch_sub(1);
+                       }
+                       if (ec) {
+                         self->Then(Next::kClose);
+                       } else if (!self->keep_alive_) {
+                         self->Then(Next::kLinger);
+                       } else {
+                         self->Then(Next::kRead);
+                       }
+                     });
   }
 
   // Streamed responses: one write in flight, the rest framed and queued;
@@ -443,6 +441,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       if (sent_.exchange(true)) return;
       session_->Respond(std::move(response));
     }
+    bool Sent() const { return sent_.load(); }
     std::unique_ptr<HttpStream> OpenStream(HttpResponse head) override {
       if (sent_.exchange(true)) return nullptr;
       session_->PostStreamBegin(std::move(head));
