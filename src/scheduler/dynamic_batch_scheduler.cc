@@ -45,6 +45,9 @@ DynamicBatchScheduler::DynamicBatchScheduler(
     levels_[l].policy = it != config_.priority_policies.end() ? it->second : config_.default_policy;
   }
   if (config_.preserve_ordering) ordering_ = std::make_shared<ResponseOrder>();
+  if (policy_.batching && config_.adaptive) {
+    adaptive_ = std::make_unique<AdaptiveBatcher>(instances_.size(), policy_.max_batch_size, stats);
+  }
   limits_ = std::move(limits);
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
@@ -99,6 +102,7 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
     return;
   }
   if (ctx_.stats) ctx_.stats->AddPending(1);
+  if (adaptive_) adaptive_->OnArrival(pending->arrival, pending->rows, EmptyLocked());
   lv.queue.push_back(std::move(pending));
   // A lent instance's thread ignores wake-ups: make sure a free one hears.
   const bool any_lent = inline_runs_ > 0;
@@ -268,6 +272,7 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     for (auto& p : delayed_)
       view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
     BatchPolicy policy = policy_;
+    if (adaptive_) adaptive_->Apply(index, view, now, policy);
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);  // drain now
     const BatchDecision d = DecideBatch(policy, view, now);
     if (d.take == 0) {
@@ -288,10 +293,14 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     const bool any_lent = inline_runs_ > 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
+    int64_t rows = 0;
+    for (const auto& p : batch) rows += p->rows;
     const auto start = std::chrono::steady_clock::now();
     RunBatch(ctx_, instance, batch);
-    if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (inline_max_exec_ns_ > 0) RecordExecution(took);
     lock.Lock();
+    if (adaptive_) adaptive_->Record(index, rows, took);
     gate.Done(!EmptyLocked());
   }
 }

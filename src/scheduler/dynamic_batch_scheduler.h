@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/thread_annotations.h"
+#include "scheduler/adaptive_batching.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
 #include "scheduler/rate_limiter.h"
@@ -90,6 +91,8 @@ class DynamicBatchScheduler : public Scheduler {
   // preserve_ordering: final signals held until every earlier one has left.
   std::shared_ptr<ResponseOrder> ordering_;  // null without; fixed after construction
   RateLimitRegistration limits_;             // fixed until Stop resets it after the joins
+  // Adaptive batching (null: classic); used under mu_ only.
+  std::unique_ptr<AdaptiveBatcher> adaptive_ INFERD_PT_GUARDED_BY(mu_);
 
   Mutex mu_;
   CondVar cv_;

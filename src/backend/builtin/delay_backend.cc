@@ -2,7 +2,13 @@
 // `execute_delay_ms` once per execution, whatever the batch size. Makes
 // batching observable (and benchmarkable) without hooks. A built-in plugin
 // on the C ABI.
+// With `execute_delay_batch_exponent` e (default 0), the sleep is
+// execute_delay_ms * rows^e: 1.0 costs like a CPU (no gain from batching),
+// 0.3 like a GPU (time grows sub-linearly with the batch).
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -17,6 +23,8 @@ using namespace inferd_backend;
 struct DelayModel {
   std::string input, output;
   int64_t delay_ms = 0;
+  double batch_exponent = 0;  // execute_delay_batch_exponent
+  bool batched = false;       // requests carry a batch dimension
 
   explicit DelayModel(const InferdModelInfo& info) {
     if (info.input_count != 1 || info.output_count != 1 ||
@@ -26,6 +34,24 @@ struct DelayModel {
     input = info.inputs[0].name;
     output = info.outputs[0].name;
     delay_ms = IntParameter(info, "execute_delay_ms", 0, 0, 600000);
+    batched = info.max_batch_size > 0;
+    if (const char* v = FindParameter(info, "execute_delay_batch_exponent"); v && *v) {
+      char* end = nullptr;
+      batch_exponent = std::strtod(v, &end);
+      if (*end != '\0' || !(batch_exponent >= 0 && batch_exponent <= 4)) {
+        ThrowInvalidArgument(
+            std::string("parameter 'execute_delay_batch_exponent' must be a number between 0 "
+                        "and 4, got '") +
+            v + "'");
+      }
+    }
+  }
+
+  // The sleep for one execution of `rows` rows.
+  std::chrono::microseconds Sleep(int64_t rows) const {
+    const double us = static_cast<double>(delay_ms) * 1000.0 *
+                      std::pow(static_cast<double>(std::max<int64_t>(1, rows)), batch_exponent);
+    return std::chrono::microseconds(std::llround(us));
   }
 };
 
@@ -35,7 +61,16 @@ struct DelayInstance {
   DelayInstance(DelayModel& m, const InferdInstanceInfo&) : model(m) {}
 
   void Execute(InferdRequest* const* requests, uint32_t n) {
-    if (model.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(model.delay_ms));
+    if (model.delay_ms > 0) {
+      int64_t rows = model.batched ? 0 : n;
+      if (model.batched && model.batch_exponent != 0) {
+        ForEachRequest(requests, n, [&](const Request& r) {
+          InferdTensor in{};
+          if (r.FindInput(model.input.c_str(), &in) && in.dims_count > 0) rows += in.shape[0];
+        });
+      }
+      std::this_thread::sleep_for(model.Sleep(rows));
+    }
     ForEachRequest(requests, n, [&](const Request& r) {
       InferdTensor in{};
       if (!r.FindInput(model.input.c_str(), &in)) {
