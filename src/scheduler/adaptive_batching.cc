@@ -122,7 +122,8 @@ AdaptiveDecision DecideAdaptive(const ExecTimeEstimate& estimate, const Adaptive
   }
   d.target = d.best;
 
-  // 2. Exploration of the neighbours, with the rows already queued.
+  // 2. Exploration of the neighbours: with the rows queued, or (larger
+  // sizes only, now and then) waiting for the rows of the recent population.
   auto needs_sample = [&](int64_t size) {
     const auto p = estimate.BucketOf(size);
     return p.samples < params.min_samples ||
@@ -132,60 +133,100 @@ AdaptiveDecision DecideAdaptive(const ExecTimeEstimate& estimate, const Adaptive
   if (estimate.BucketOf(d.best).samples >= params.min_samples) {
     const int64_t up = bb + 1 < 63 ? std::min<int64_t>(max, int64_t{1} << (bb + 1)) : max;
     const int64_t down = bb > 0 ? int64_t{1} << (bb - 1) : 0;
-    if (estimate.Bucket(up) > bb && in.queued_rows >= up && needs_sample(up)) {
+    const bool up_ok = estimate.Bucket(up) > bb && needs_sample(up);
+    if (up_ok && in.queued_rows >= up) {
       d.target = up;
+    } else if (up_ok && in.population >= up && in.may_wait_to_explore && in.max_delay.count() > 0 &&
+               in.held < in.max_delay) {
+      d.target = up;
+      d.explore_wait = true;
     } else if (down > 0 && in.queued_rows >= down && needs_sample(down)) {
       d.target = down;
     }
   }
 
   // 3. Enough rows, no bound, or the bound reached.
-  if (in.queued_rows >= d.target || in.max_delay.count() <= 0 || in.head_wait >= in.max_delay) {
+  if (in.queued_rows >= d.target || in.max_delay.count() <= 0 || in.held >= in.max_delay) {
+    d.explore_wait = false;
     return d;
   }
   // 4. No idea how fast rows come, or they stopped coming.
   const int64_t gap = in.row_gap.count();
-  if (gap <= 0 || in.since_last_arrival.count() >= params.quiet_gaps * gap || points.empty()) {
+  const int64_t quiet = std::max<int64_t>(params.quiet_gaps * gap, 2 * in.turnaround.count());
+  const int64_t since = in.since_last_event.count();
+  if (quiet <= 0 || since >= quiet || points.empty()) {
+    d.explore_wait = false;
     return d;
   }
-  // 5. Wait only if it pays, counting the wait.
-  const int64_t remaining = (in.max_delay - in.head_wait).count();
-  const double queued = static_cast<double>(std::max<int64_t>(1, in.queued_rows));
-  const double wait_ns =
-      std::min(static_cast<double>(d.target - in.queued_rows) * static_cast<double>(gap),
-               static_cast<double>(remaining));
-  const double rows_then =
-      std::min(static_cast<double>(d.target), queued + wait_ns / static_cast<double>(gap));
-  const double now_ns = EstimateNs(points, queued);
-  const double then_ns = EstimateNs(points, rows_then);
-  if (now_ns <= 0 || then_ns <= 0 || rows_then / (wait_ns + then_ns) <= queued / now_ns) return d;
+  // 5. Wait only if it pays, counting the wait (exploring: to measure).
+  const int64_t remaining = (in.max_delay - in.held).count();
+  if (!d.explore_wait) {
+    const double per_row = static_cast<double>(gap > 0 ? gap : in.turnaround.count());
+    const double queued = static_cast<double>(std::max<int64_t>(1, in.queued_rows));
+    const double wait_ns = std::min(static_cast<double>(d.target - in.queued_rows) * per_row,
+                                    static_cast<double>(remaining));
+    const double rows_then = std::min(static_cast<double>(d.target), queued + wait_ns / per_row);
+    const double now_ns = EstimateNs(points, queued);
+    const double then_ns = EstimateNs(points, rows_then);
+    if (now_ns <= 0 || then_ns <= 0 || rows_then / (wait_ns + then_ns) <= queued / now_ns) {
+      return d;
+    }
+  }
   d.take_now = false;
-  const int64_t overdue = params.quiet_gaps * gap - in.since_last_arrival.count();
-  d.wait = nanoseconds(std::max<int64_t>(1000, std::min(remaining, overdue)));
+  d.wait = nanoseconds(std::max<int64_t>(1000, std::min(remaining, quiet - since)));
   return d;
 }
 
 AdaptiveBatcher::AdaptiveBatcher(size_t instances, int64_t max_batch_size, ModelStats* stats)
-    : estimates_(std::max<size_t>(1, instances), ExecTimeEstimate(max_batch_size)),
+    : instances_(std::max<size_t>(1, instances), Instance{ExecTimeEstimate(max_batch_size)}),
       max_batch_size_(std::max<int64_t>(1, max_batch_size)),
       stats_(stats) {
   if (stats_) stats_->SetBatchTarget(1);
 }
 
-void AdaptiveBatcher::Apply(size_t index, std::span<const BatchCandidate> queue,
-                            ArrivalGap::TimePoint now, BatchPolicy& policy) {
-  if (queue.empty() || index >= estimates_.size()) return;
+void AdaptiveBatcher::OnArrival(TimePoint now, int64_t rows, bool queue_was_empty) {
+  arrivals_.OnArrival(now, rows, queue_was_empty);
+  if (completion_seen_) {
+    // The first arrival after a completion: how soon clients come back.
+    completion_seen_ = false;
+    const int64_t ns = std::max<int64_t>(
+        1, std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_completion_).count());
+    turnaround_ns_ = turnaround_ns_ == 0 ? ns : turnaround_ns_ - turnaround_ns_ / 8 + ns / 8;
+  }
+}
+
+void AdaptiveBatcher::Apply(size_t index, std::span<const BatchCandidate> queue, TimePoint now,
+                            BatchPolicy& policy) {
+  if (queue.empty() || index >= instances_.size()) return;
+  Instance& inst = instances_[index];
   AdaptiveInput in;
   in.max_batch_size = max_batch_size_;
+  int64_t all_rows = 0;
+  bool prefix = true;
   for (const auto& c : queue) {
-    if (c.signature != queue.front().signature || in.queued_rows + c.rows > max_batch_size_) break;
+    all_rows += c.rows;
+    if (!prefix || c.signature != queue.front().signature ||
+        in.queued_rows + c.rows > max_batch_size_) {
+      prefix = false;
+      continue;
+    }
     in.queued_rows += c.rows;
   }
-  in.head_wait = now - queue.front().arrival;
+  in_system_[in_system_next_] = all_rows + executing_rows_;
+  in_system_next_ = (in_system_next_ + 1) % in_system_.size();
+  in.population = *std::max_element(in_system_.begin(), in_system_.end());
+  const auto head_wait = now - queue.front().arrival;
+  in.held = now - std::max(inst.free_since, queue.front().arrival);
   in.max_delay = policy.max_queue_delay;
-  in.since_last_arrival = now - arrivals_.last();
+  in.since_last_event = now - std::max(arrivals_.last(), last_completion_);
   in.row_gap = arrivals_.gap();
-  const AdaptiveDecision d = DecideAdaptive(estimates_[index], in);
+  in.turnaround = std::chrono::nanoseconds(turnaround_ns_);
+  const uint64_t execs = inst.estimate.executions();
+  in.may_wait_to_explore = inst.explore_wait_exec == UINT64_MAX ||
+                           inst.explore_wait_exec == execs ||
+                           execs - inst.explore_wait_exec >= AdaptiveParams{}.explore_wait_every;
+  const AdaptiveDecision d = DecideAdaptive(inst.estimate, in);
+  if (d.explore_wait && !d.take_now) inst.explore_wait_exec = execs;
   if (stats_ && d.best != published_) {
     published_ = d.best;
     stats_->SetBatchTarget(d.best);
@@ -195,14 +236,23 @@ void AdaptiveBatcher::Apply(size_t index, std::span<const BatchCandidate> queue,
     policy.max_queue_delay = std::chrono::microseconds(0);
   } else {
     // DecideBatch wakes at the head's arrival + the delay: now + the wait.
-    policy.max_queue_delay = std::chrono::ceil<std::chrono::microseconds>(in.head_wait + d.wait);
+    policy.max_queue_delay = std::chrono::ceil<std::chrono::microseconds>(head_wait + d.wait);
   }
 }
 
-void AdaptiveBatcher::Record(size_t index, int64_t rows, std::chrono::steady_clock::duration took) {
-  if (index >= estimates_.size()) return;
-  estimates_[index].Record(rows,
-                           std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+void AdaptiveBatcher::Start(size_t index, int64_t rows) {
+  if (index < instances_.size()) executing_rows_ += rows;
+}
+
+void AdaptiveBatcher::Record(size_t index, int64_t rows, std::chrono::steady_clock::duration took,
+                             TimePoint now) {
+  if (index >= instances_.size()) return;
+  executing_rows_ = std::max<int64_t>(0, executing_rows_ - rows);
+  Instance& inst = instances_[index];
+  inst.estimate.Record(rows, std::chrono::duration_cast<std::chrono::nanoseconds>(took).count());
+  inst.free_since = now;
+  last_completion_ = now;
+  completion_seen_ = true;
 }
 
 }  // namespace inferd

@@ -85,24 +85,34 @@ class ArrivalGap {
 };
 
 struct AdaptiveParams {
-  size_t min_samples = 3;        // a bucket counts as measured with this many samples
-  uint64_t stale_after = 200;    // executions after which a neighbour is measured again
-  double prefer_smaller = 0.05;  // the smallest size within 5% of the best throughput wins
-  int quiet_gaps = 3;            // no arrival for this many gaps: no more rows are coming
+  size_t min_samples = 3;            // a bucket counts as measured with this many samples
+  uint64_t stale_after = 200;        // executions after which a neighbour is measured again
+  double prefer_smaller = 0.10;      // the smallest size within 10% of the best throughput wins
+  int quiet_gaps = 3;                // no arrival for this many gaps: no more rows are coming
+  uint64_t explore_wait_every = 16;  // executions between waits for rows to explore
 };
 
 struct AdaptiveInput {
   int64_t max_batch_size = 1;
   int64_t queued_rows = 0;  // rows of the batchable prefix of the queue
-  std::chrono::nanoseconds head_wait{0};
-  std::chrono::nanoseconds max_delay{0};  // the bound; 0: never wait for more rows
-  std::chrono::nanoseconds since_last_arrival{0};
-  std::chrono::nanoseconds row_gap{0};  // ArrivalGap::gap(); 0: unknown
+  // Recent high-water mark of rows queued + executing: closed-loop clients
+  // whose batch just finished come back (0: unknown).
+  int64_t population = 0;
+  // How long the batcher itself has held the head back: since the later of
+  // its arrival and the instance becoming free (time spent waiting for a
+  // busy instance is not batching delay).
+  std::chrono::nanoseconds held{0};
+  std::chrono::nanoseconds max_delay{0};         // the bound on `held`; 0: never wait for more rows
+  std::chrono::nanoseconds since_last_event{0};  // since the last arrival or completion
+  std::chrono::nanoseconds row_gap{0};           // ArrivalGap::gap(); 0: unknown
+  std::chrono::nanoseconds turnaround{0};  // completion to the next arrival, recently; 0: unknown
+  bool may_wait_to_explore = true;         // no exploration wait in the last executions
 };
 
 struct AdaptiveDecision {
   int64_t best = 1;                  // the size with the best measured throughput (the gauge)
   int64_t target = 1;                // the size aimed for now (best, or a size being explored)
+  bool explore_wait = false;         // waiting for rows to measure a larger size
   bool take_now = true;              // take up to `target` rows now
   std::chrono::nanoseconds wait{0};  // otherwise decide again after this long
 };
@@ -111,14 +121,17 @@ struct AdaptiveDecision {
 //  1. best = the measured size (>= min_samples) with the most rows/second;
 //     the smallest within prefer_smaller of the maximum (batching must
 //     pay clearly: it adds latency). Nothing measured: 1.
-//  2. Exploration, only with enough rows queued (never waits for it): the
-//     next power of two above best when unmeasured or stale, else the one
-//     below when unmeasured or stale. That size becomes the target.
-//  3. queued >= target, no bound (0), or the head waited the bound: take now.
-//  4. Arrival rate unknown, or no arrival for quiet_gaps gaps: take now.
-//  5. Wait only if the rows expected within the bound give more rows per
-//     second, counting the wait, than taking what is queued now; then
-//     decide again when the next arrival is overdue or the bound runs out.
+//  2. Exploration: the next power of two above best, when unmeasured or
+//     stale and the queue (or, waiting for it, the recent population) holds
+//     that many rows; else the one below, when unmeasured or stale and
+//     queued. That size becomes the target. Waiting to explore happens at
+//     most once per explore_wait_every executions.
+//  3. queued >= target, no bound (0), or the head held for the bound: take now.
+//  4. Arrivals unknown, or none for max(quiet_gaps gaps, 2 turnarounds)
+//     since the last arrival or completion: take now.
+//  5. Except when exploring, wait only if the rows expected within the
+//     bound give more rows per second, counting the wait, than taking the
+//     queue now; then decide again when the next arrival is overdue.
 AdaptiveDecision DecideAdaptive(const ExecTimeEstimate& estimate, const AdaptiveInput& in,
                                 const AdaptiveParams& params = {});
 
@@ -129,25 +142,36 @@ double EstimateNs(std::span<const ExecTimeEstimate::Point> points, double rows);
 
 class AdaptiveBatcher {
  public:
+  using TimePoint = std::chrono::steady_clock::time_point;
   // `stats` (may be null) receives the chosen size (its gauge).
   AdaptiveBatcher(size_t instances, int64_t max_batch_size, ModelStats* stats);
 
-  void OnArrival(ArrivalGap::TimePoint now, int64_t rows, bool queue_was_empty) {
-    arrivals_.OnArrival(now, rows, queue_was_empty);
-  }
+  void OnArrival(TimePoint now, int64_t rows, bool queue_was_empty);
   // Narrows `policy` (max_batch_size, max_queue_delay) for instance
   // `index`'s next DecideBatch over `queue` (serving order).
-  void Apply(size_t index, std::span<const BatchCandidate> queue, ArrivalGap::TimePoint now,
+  void Apply(size_t index, std::span<const BatchCandidate> queue, TimePoint now,
              BatchPolicy& policy);
-  // Records an execution of instance `index`.
-  void Record(size_t index, int64_t rows, std::chrono::steady_clock::duration took);
+  // Instance `index` starts, then has finished, an execution of `rows` rows.
+  void Start(size_t index, int64_t rows);
+  void Record(size_t index, int64_t rows, std::chrono::steady_clock::duration took, TimePoint now);
 
  private:
-  std::vector<ExecTimeEstimate> estimates_;
+  struct Instance {
+    ExecTimeEstimate estimate;
+    TimePoint free_since{};                   // last completion
+    uint64_t explore_wait_exec = UINT64_MAX;  // estimate.executions() at the last exploration wait
+  };
+  std::vector<Instance> instances_;
   ArrivalGap arrivals_;
   const int64_t max_batch_size_;
   ModelStats* const stats_;
   int64_t published_ = 0;
+  int64_t executing_rows_ = 0;
+  std::array<int64_t, 32> in_system_{};  // rows queued + executing at recent decisions
+  size_t in_system_next_ = 0;
+  TimePoint last_completion_{};
+  bool completion_seen_ = false;  // a completion not yet followed by an arrival
+  int64_t turnaround_ns_ = 0;
 };
 
 }  // namespace inferd

@@ -289,18 +289,19 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       continue;
     }
     TakeLocked(d.take, batch);
+    int64_t rows = 0;
+    for (const auto& p : batch) rows += p->rows;
+    if (adaptive_) adaptive_->Start(index, rows);
     const bool more = !EmptyLocked();
     const bool any_lent = inline_runs_ > 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
-    int64_t rows = 0;
-    for (const auto& p : batch) rows += p->rows;
     const auto start = std::chrono::steady_clock::now();
     RunBatch(ctx_, instance, batch);
     const auto took = std::chrono::steady_clock::now() - start;
     if (inline_max_exec_ns_ > 0) RecordExecution(took);
     lock.Lock();
-    if (adaptive_) adaptive_->Record(index, rows, took);
+    if (adaptive_) adaptive_->Record(index, rows, took, ctx_.clock->Now());
     gate.Done(!EmptyLocked());
   }
 }

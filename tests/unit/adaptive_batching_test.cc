@@ -13,6 +13,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Curve = std::function<double(int64_t rows)>;  // ns per execution
+using TP = std::chrono::steady_clock::time_point;
 
 constexpr double kT1 = 10e6;  // 10 ms for one row
 
@@ -26,6 +27,7 @@ int64_t Converge(ExecTimeEstimate& est, const Curve& curve, int64_t max_batch, i
   AdaptiveInput in;
   in.max_batch_size = max_batch;
   in.queued_rows = queued;
+  in.population = queued;
   in.max_delay = 5ms;
   AdaptiveDecision d;
   for (int i = 0; i < steps; ++i) {
@@ -123,9 +125,10 @@ TEST(AdaptiveBatchingTest, NothingMeasuredTakesOneRowNow) {
 struct DispatchCase {
   const char* what;
   int64_t queued;
-  std::chrono::nanoseconds head_wait, max_delay, since_last, gap;
+  std::chrono::nanoseconds held, max_delay, since_last, gap;
   bool take_now;
   std::chrono::nanoseconds wait;  // when waiting
+  std::chrono::nanoseconds turnaround = 0ns;
 };
 
 TEST(AdaptiveBatchingTest, DispatchTable) {
@@ -142,15 +145,21 @@ TEST(AdaptiveBatchingTest, DispatchTable) {
       {"rows coming: wait until the next is overdue", 3, 0us, 5ms, 50us, 100us, false, 250us},
       {"rows coming, bound near: wait up to the bound", 3, 4900us, 5ms, 0us, 100us, false, 100us},
       {"rows too slow to pay for the wait", 3, 0us, 5ms, 0us, 4ms, true, 0us},
+      {"clients come back 1 ms after a completion: wait 2 of those", 3, 0us, 5ms, 0us, 0us, false,
+       2ms, 1ms},
+      {"the gap, or 2 turnarounds, whichever is longer", 3, 0us, 5ms, 500us, 100us, false, 1500us,
+       1ms},
+      {"2 turnarounds passed", 3, 0us, 5ms, 2ms, 100us, true, 0us, 1ms},
   };
   for (const auto& c : cases) {
     AdaptiveInput in;
     in.max_batch_size = 16;
     in.queued_rows = c.queued;
-    in.head_wait = c.head_wait;
+    in.held = c.held;
     in.max_delay = c.max_delay;
-    in.since_last_arrival = c.since_last;
+    in.since_last_event = c.since_last;
     in.row_gap = c.gap;
+    in.turnaround = c.turnaround;
     const AdaptiveDecision d = DecideAdaptive(gpu, in);
     EXPECT_EQ(d.best, 16) << c.what;
     EXPECT_EQ(d.take_now, c.take_now) << c.what;
@@ -158,6 +167,40 @@ TEST(AdaptiveBatchingTest, DispatchTable) {
       EXPECT_EQ(d.wait, c.wait) << c.what;
     }
   }
+}
+
+// Closed-loop clients split into two groups of 8 (one executes while the
+// other queues): only waiting for the group that just finished measures 16.
+TEST(AdaptiveBatchingTest, WaitsForTheRecentPopulationToExploreNowAndThen) {
+  ExecTimeEstimate est;
+  for (int64_t b = 1; b <= 8; b *= 2) {
+    for (int i = 0; i < 3; ++i) est.Record(b, static_cast<int64_t>(kT1 * std::pow(b, 0.3)));
+  }
+  AdaptiveInput in;
+  in.max_batch_size = 32;
+  in.queued_rows = 8;
+  in.population = 16;
+  in.max_delay = 5ms;
+  in.row_gap = 50us;
+  in.turnaround = 1ms;
+  AdaptiveDecision d = DecideAdaptive(est, in);
+  EXPECT_EQ(d.best, 8);
+  EXPECT_EQ(d.target, 16);
+  EXPECT_TRUE(d.explore_wait);
+  EXPECT_FALSE(d.take_now);
+  EXPECT_EQ(d.wait, 2ms);
+  in.may_wait_to_explore = false;  // waited to explore recently
+  d = DecideAdaptive(est, in);
+  EXPECT_EQ(d.target, 8);
+  EXPECT_TRUE(d.take_now);
+  in.may_wait_to_explore = true;
+  in.population = 8;  // nobody else to wait for
+  EXPECT_TRUE(DecideAdaptive(est, in).take_now);
+  in.population = 16;
+  in.held = 5ms;  // the bound
+  d = DecideAdaptive(est, in);
+  EXPECT_TRUE(d.take_now);
+  EXPECT_FALSE(d.explore_wait);
 }
 
 TEST(AdaptiveBatchingTest, CpuLikeNeverWaits) {
@@ -217,12 +260,14 @@ TEST(AdaptiveBatchingTest, BatcherNarrowsThePolicyAndPublishesTheTarget) {
   ModelStats stats;
   AdaptiveBatcher batcher(1, 16, &stats);
   EXPECT_EQ(stats.Snapshot().batch_target, 1);
+  const TP t0{std::chrono::seconds(10)};
   for (int64_t b = 1; b <= 16; b *= 2) {
     for (int i = 0; i < 3; ++i) {
-      batcher.Record(0, b, std::chrono::nanoseconds(static_cast<int64_t>(kT1 * std::pow(b, 0.3))));
+      batcher.Start(0, b);
+      batcher.Record(0, b, std::chrono::nanoseconds(static_cast<int64_t>(kT1 * std::pow(b, 0.3))),
+                     t0 - 150us);  // clients come back 150 us later
     }
   }
-  const std::chrono::steady_clock::time_point t0{std::chrono::seconds(10)};
   std::vector<BatchCandidate> queue;
   for (int i = 0; i < 20; ++i) queue.push_back(BatchCandidate{"a", 1, t0});
   BatchPolicy policy{true, 16, {}, 5000us};
