@@ -184,8 +184,15 @@ AdaptiveBatcher::AdaptiveBatcher(size_t instances, int64_t max_batch_size, Model
   if (stats_) stats_->SetBatchTarget(1);
 }
 
+void AdaptiveBatcher::SampleInSystem() {
+  in_system_[in_system_next_] = queued_rows_ + executing_rows_;
+  in_system_next_ = (in_system_next_ + 1) % in_system_.size();
+}
+
 void AdaptiveBatcher::OnArrival(TimePoint now, int64_t rows, bool queue_was_empty) {
   arrivals_.OnArrival(now, rows, queue_was_empty);
+  queued_rows_ = (queue_was_empty ? 0 : queued_rows_) + rows;
+  SampleInSystem();
   if (completion_seen_) {
     // The first arrival after a completion: how soon clients come back.
     completion_seen_ = false;
@@ -212,8 +219,8 @@ void AdaptiveBatcher::Apply(size_t index, std::span<const BatchCandidate> queue,
     }
     in.queued_rows += c.rows;
   }
-  in_system_[in_system_next_] = all_rows + executing_rows_;
-  in_system_next_ = (in_system_next_ + 1) % in_system_.size();
+  queued_rows_ = all_rows;
+  SampleInSystem();
   in.population = *std::max_element(in_system_.begin(), in_system_.end());
   const auto head_wait = now - queue.front().arrival;
   in.held = now - std::max(inst.free_since, queue.front().arrival);
@@ -241,7 +248,9 @@ void AdaptiveBatcher::Apply(size_t index, std::span<const BatchCandidate> queue,
 }
 
 void AdaptiveBatcher::Start(size_t index, int64_t rows) {
-  if (index < instances_.size()) executing_rows_ += rows;
+  if (index >= instances_.size()) return;
+  executing_rows_ += rows;
+  queued_rows_ = std::max<int64_t>(0, queued_rows_ - rows);
 }
 
 void AdaptiveBatcher::Record(size_t index, int64_t rows, std::chrono::steady_clock::duration took,

@@ -167,8 +167,12 @@ class AdaptiveBatcher {
   ModelStats* const stats_;
   int64_t published_ = 0;
   int64_t executing_rows_ = 0;
-  std::array<int64_t, 32> in_system_{};  // rows queued + executing at recent decisions
+  int64_t queued_rows_ = 0;  // counted at arrivals, recounted at each Apply
+  // Rows queued + executing at recent arrivals and decisions (with one
+  // instance, a decision never sees the rows of the batch just finished).
+  std::array<int64_t, 64> in_system_{};
   size_t in_system_next_ = 0;
+  void SampleInSystem();
   TimePoint last_completion_{};
   bool completion_seen_ = false;  // a completion not yet followed by an arrival
   int64_t turnaround_ns_ = 0;

@@ -268,8 +268,7 @@ TEST(AdaptiveBatchingTest, BatcherNarrowsThePolicyAndPublishesTheTarget) {
                      t0 - 150us);  // clients come back 150 us later
     }
   }
-  std::vector<BatchCandidate> queue;
-  for (int i = 0; i < 20; ++i) queue.push_back(BatchCandidate{"a", 1, t0});
+  std::vector<BatchCandidate> queue(20, BatchCandidate{"a", 1, t0});
   BatchPolicy policy{true, 16, {}, 5000us};
   batcher.Apply(0, queue, t0 + 1ms, policy);
   EXPECT_EQ(policy.max_batch_size, 16);
