@@ -219,12 +219,21 @@ void ForEachRequest(InferdRequest* const* requests, uint32_t n, F&& f) {
   }
 }
 
+// The CPU threads the server gives this batch (ABI v3 request_cpu_threads);
+// 0: no choice (no hint, or a server older than v3). Backends whose table
+// declares INFERD_BACKEND_CAP_CPU_THREAD_HINT apply it on the calling thread.
+inline int CpuThreadsHint(InferdRequest* const* requests, uint32_t n) {
+  const InferdHostApi& host = Host();
+  if (n == 0 || host.abi_version < 3 || host.request_cpu_threads == nullptr) return 0;
+  return static_cast<int>(host.request_cpu_threads(requests[0]));
+}
+
 // ---- the table ----------------------------------------------------------------
 
 // The backend's function table for model type M and instance type I (see
-// the top of this file). Backend state is not used: keep global state in
-// statics of the library if any is needed.
-template <typename M, typename I>
+// the top of this file); `Capabilities`: INFERD_BACKEND_CAP_* bits (v3). Backend state is not used:
+// keep global state in statics of the library if any is needed.
+template <typename M, typename I, uint32_t Capabilities = 0>
 struct BackendTable {
   static InferdError* Initialize(const InferdHostApi* host, void** state) noexcept {
     HostSlot() = host;
@@ -259,7 +268,7 @@ struct BackendTable {
   static constexpr InferdBackendApi kApi = {
       INFERD_BACKEND_ABI_VERSION, &Initialize,      &Finalize,
       &ModelInitialize,           &ModelFinalize,   &InstanceInitialize,
-      &InstanceFinalize,          &InstanceExecute,
+      &InstanceFinalize,          &InstanceExecute, Capabilities,
   };
 };
 

@@ -15,7 +15,8 @@
 // requests is run alone so that only the offending ones fail.
 //
 // Parameters (config `parameters`): INTRA_OP_THREAD_COUNT (default: the
-// hardware threads divided by the model's instance count, at least 1),
+// hardware threads divided by the model's instance count, at least 1; with the
+// server's automatic instance layout, the threads it gives each execution),
 // INTER_OP_THREAD_COUNT (process-wide, first setting wins), INFERENCE_MODE
 // (default true: c10::InferenceMode; false: no-grad mode only),
 // COMPUTE_PRECISION (fp32, the default; fp16 or bf16: the module's floating
@@ -76,6 +77,7 @@ class PyTorchModel {
     const int64_t per_instance = std::max<int64_t>(1, hw / std::max(1u, info.instance_count));
     intra_threads_ =
         static_cast<int>(IntParameter(info, "INTRA_OP_THREAD_COUNT", per_instance, 1, 1024));
+    intra_threads_explicit_ = FindParameter(info, "INTRA_OP_THREAD_COUNT") != nullptr;
     inference_mode_ = BoolParameter(info, "INFERENCE_MODE", true);
     channels_last_ = BoolParameter(info, "CHANNELS_LAST", false);
     optimize_ = BoolParameter(info, "OPTIMIZE_FOR_INFERENCE", false);
@@ -109,6 +111,7 @@ class PyTorchModel {
   const std::string& bytes() const { return bytes_; }
   bool batching() const { return batching_; }
   int intra_threads() const { return intra_threads_; }
+  bool intra_threads_explicit() const { return intra_threads_explicit_; }
   bool inference_mode() const { return inference_mode_; }
   bool channels_last() const { return channels_last_; }
   bool optimize() const { return optimize_; }
@@ -197,6 +200,7 @@ class PyTorchModel {
   std::string name_, path_, bytes_;
   bool batching_;
   int intra_threads_ = 1;
+  bool intra_threads_explicit_ = false;  // given: the server's thread hint is ignored
   bool inference_mode_ = true;
   bool channels_last_ = false;
   bool optimize_ = false;
@@ -247,7 +251,7 @@ class PyTorchInstance {
   }
 
   void Execute(InferdRequest* const* requests, uint32_t n) {
-    SetThreads();
+    SetThreads(CpuThreadsHint(requests, n));
     // Everything below (copies, kernels) is queued on this instance's stream.
     auto on_stream = stream_ ? stream_->Enter() : nullptr;
     std::optional<c10::InferenceMode> inference;
@@ -283,13 +287,17 @@ class PyTorchInstance {
   }
 
  private:
-  void SetThreads() {
+  // `hint`: the server's CPU threads for this execution (ABI v3, automatic
+  // instance layout; 0: none). An explicit INTRA_OP_THREAD_COUNT wins.
+  void SetThreads(int hint) {
     // Intra-op threads are per calling thread under OpenMP: set them on this
-    // instance's thread, once.
+    // instance's thread, and again only when the wanted count changes (the
+    // server's layout search changes the hint now and then).
     thread_local int current = 0;
-    if (current != model_.intra_threads()) {
-      at::set_num_threads(model_.intra_threads());
-      current = model_.intra_threads();
+    const int wanted = hint > 0 && !model_.intra_threads_explicit() ? hint : model_.intra_threads();
+    if (current != wanted) {
+      at::set_num_threads(wanted);
+      current = wanted;
     }
   }
 
@@ -492,5 +500,5 @@ class PyTorchInstance {
 }  // namespace
 
 extern "C" INFERD_BACKEND_EXPORT const InferdBackendApi* inferd_backend_entry(uint32_t) {
-  return &BackendTable<PyTorchModel, PyTorchInstance>::kApi;
+  return &BackendTable<PyTorchModel, PyTorchInstance, INFERD_BACKEND_CAP_CPU_THREAD_HINT>::kApi;
 }

@@ -11,7 +11,7 @@ static InferdError* Initialize(const InferdHostApi* host, void** state) {
 }
 
 static const InferdBackendApi kApi = {
-    42u /* no server speaks it */, Initialize, NULL, NULL, NULL, NULL, NULL, NULL,
+    42u /* no server speaks it */, Initialize, NULL, NULL, NULL, NULL, NULL, NULL, 0,
 };
 
 INFERD_BACKEND_EXPORT const InferdBackendApi* inferd_backend_entry(uint32_t host_abi_version) {

@@ -1,4 +1,4 @@
-/* inferd backend ABI, version 2: the only header a backend sees.
+/* inferd backend ABI, version 3: the only header a backend sees.
  *
  * A backend is a shared library named libinferd_<name>.so in the server's
  * --backend-directory. It exports one symbol, inferd_backend_entry, which
@@ -40,11 +40,12 @@
  * deletes it with error_delete.
  *
  * Versioning: INFERD_BACKEND_ABI_VERSION changes whenever any type or
- * function here changes. Version 2 only appends: fields at the end of
- * InferdModelInfo and InferdHostApi (marked "v2"), and new opaque types. A
- * server of version 2 therefore loads backends built for version 1 or 2 (the
- * table's abi_version says which) and hands both the same host table; a v1
- * backend simply never reads past the fields it knows. Backends of any other
+ * function here changes. Versions 2 and 3 only append: fields at the end of
+ * InferdModelInfo, InferdHostApi and InferdBackendApi (marked "v2", "v3"),
+ * and new opaque types. A server of version 3 therefore loads backends built
+ * for version 1, 2 or 3 (the table's abi_version says which) and hands all
+ * the same host table; an older backend simply never reads past the fields
+ * it knows, and the server never reads past the end of an older table. Backends of any other
  * version are refused with a clear load error. Only the abi_version fields,
  * which come first in both tables, are promised to stay where they are.
  *
@@ -58,6 +59,14 @@
  *   - calls into the server: a backend starts an inference request on any
  *     model of the server and receives its responses through a callback
  *     (Triton's "BLS").
+ *
+ * Version 3 appends (docs/backends.md, "CPU thread hints"):
+ *   - InferdHostApi.request_cpu_threads: the CPU threads the server gives the
+ *     execution a request is part of (automatic instance layout);
+ *   - InferdBackendApi.capabilities: what the backend supports beyond the
+ *     base contract (INFERD_BACKEND_CAP_*). The server reads it only from
+ *     tables whose abi_version is 3 or more, so v1 and v2 tables, which end
+ *     before it, still load unchanged.
  */
 #ifndef INFERD_BACKEND_H_
 #define INFERD_BACKEND_H_
@@ -68,7 +77,7 @@
 extern "C" {
 #endif
 
-#define INFERD_BACKEND_ABI_VERSION 2u
+#define INFERD_BACKEND_ABI_VERSION 3u
 /* The oldest backend ABI this header's server still loads. */
 #define INFERD_BACKEND_ABI_MIN_VERSION 1u
 
@@ -147,6 +156,12 @@ enum { INFERD_LOG_INFO = 0, INFERD_LOG_WARNING = 1, INFERD_LOG_ERROR = 2 };
 
 /* v2: request flags of a sequence request (request_flags). */
 enum { INFERD_REQUEST_SEQUENCE_START = 1, INFERD_REQUEST_SEQUENCE_END = 2 };
+
+/* v3: InferdBackendApi.capabilities bits. CPU_THREAD_HINT: the backend runs
+ * an execution with the number of CPU threads request_cpu_threads returns
+ * (when it is not 0), so the server may choose a model's instance count and
+ * threads per instance itself (an instance group with count 0 or none). */
+enum { INFERD_BACKEND_CAP_CPU_THREAD_HINT = 1u };
 
 /* v2: response_send flags. */
 enum { INFERD_RESPONSE_FINAL = 1 };
@@ -437,6 +452,18 @@ typedef struct InferdHostApi {
    * the model again (load API, repository poll) replaces the version. Any
    * thread, any time until model_finalize returns. */
   void (*model_set_unavailable)(InferdHostModel* model, const char* reason);
+
+  /* ---- v3: CPU thread hint (during instance_execute only) ----
+   * The number of CPU threads the server gives the execution `request` is
+   * part of (the same for every request of a batch); 0: the server makes no
+   * choice, use the backend's own setting. Non-zero only for a model whose
+   * layout the server chooses (instance group count 0 or none) and whose
+   * backend declares INFERD_BACKEND_CAP_CPU_THREAD_HINT. The value may change
+   * between executions of one instance while the server tries layouts; a
+   * backend applies it to the calling (instance) thread, cheaply when it is
+   * the same as last time. An explicit setting of the model (a thread-count
+   * parameter) may take precedence; say so in the backend's documentation. */
+  uint32_t (*request_cpu_threads)(const InferdRequest* request);
 } InferdHostApi;
 
 /* ---- functions of the backend ------------------------------------------- */
@@ -476,6 +503,10 @@ typedef struct InferdBackendApi {
    * failed); the server takes ownership of the error. */
   InferdError* (*instance_execute)(void* instance_state, InferdRequest* const* requests,
                                    uint32_t request_count);
+
+  /* v3: INFERD_BACKEND_CAP_* bits; 0 for none. Read only when abi_version
+   * is 3 or more. */
+  uint32_t capabilities;
 } InferdBackendApi;
 
 /* The one exported symbol of a backend library. Returns the backend's table,

@@ -125,6 +125,10 @@ struct ExecutionItem {
   ResponseTakeover* takeover = nullptr;   // null: the answer cannot be taken over
   size_t index = 0;                       // the item's place in its batch, for `takeover`
   std::shared_ptr<ResponseStream> taken;  // set once taken over (by the runner)
+  // The CPU threads the server gives this execution (the same for every
+  // item of a batch; automatic instance layout, scheduler/instance_layout.h);
+  // 0: no choice, the backend's own setting.
+  int cpu_threads = 0;
 
   // FAILED_PRECONDITION for a second call or where taking over is not
   // possible.
@@ -155,6 +159,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual StatusOr<std::unique_ptr<BackendModel>> LoadModel(const ModelLoadContext& ctx) = 0;
+  // Whether executions honour ExecutionItem::cpu_threads (a plugin of ABI
+  // v3 or later declaring INFERD_BACKEND_CAP_CPU_THREAD_HINT): only then
+  // may the server choose a model's instance and thread layout.
+  virtual bool HonoursCpuThreadHint() const { return false; }
 };
 
 }  // namespace inferd

@@ -224,6 +224,12 @@ class PluginBackend : public Backend {
  public:
   explicit PluginBackend(std::shared_ptr<Plugin> plugin) : plugin_(std::move(plugin)) {}
 
+  bool HonoursCpuThreadHint() const override {
+    // `capabilities` exists only in tables of version 3 and later.
+    const InferdBackendApi* api = plugin_->api();
+    return api->abi_version >= 3 && (api->capabilities & INFERD_BACKEND_CAP_CPU_THREAD_HINT) != 0;
+  }
+
   StatusOr<std::unique_ptr<BackendModel>> LoadModel(const ModelLoadContext& ctx) override {
     auto model = std::make_shared<ModelHandle>(plugin_, ctx);
     Status s = model->Initialize();
@@ -236,8 +242,8 @@ class PluginBackend : public Backend {
 };
 
 Status CheckTable(const InferdBackendApi* api) {
-  // Version 2 only appended to the tables: a v1 backend reads the same host
-  // table and never looks past the fields it knows.
+  // Versions 2 and 3 only appended to the tables: an older backend reads the
+  // same host table and never looks past the fields it knows.
   if (api->abi_version < INFERD_BACKEND_ABI_MIN_VERSION ||
       api->abi_version > INFERD_BACKEND_ABI_VERSION) {
     return FailedPrecondition(

@@ -14,8 +14,9 @@
 // closed again.
 //
 // Versions: tables of ABI versions INFERD_BACKEND_ABI_MIN_VERSION (1) to
-// INFERD_BACKEND_ABI_VERSION (2) are accepted and all get the one host table
-// (HostApi, plugin_host.h: version 2 only appended to it).
+// INFERD_BACKEND_ABI_VERSION (3) are accepted and all get the one host table
+// (HostApi, plugin_host.h: versions 2 and 3 only appended to it); a table's
+// v3 `capabilities` is read only from tables of version 3 or later.
 //
 // Errors: a library that cannot be opened, lacks the entry symbol, returns
 // no table, speaks an ABI version outside that range, leaves a function pointer NULL or

@@ -104,6 +104,7 @@ const char* RequestParametersJson(const InferdRequest* r) noexcept;
 uint32_t RequestOutputNameCount(const InferdRequest* r) noexcept;
 const char* RequestOutputName(const InferdRequest* r, uint32_t index) noexcept;
 int32_t RequestIsCancelled(const InferdRequest* r) noexcept;
+uint32_t RequestCpuThreads(const InferdRequest* r) noexcept;  // v3
 
 InferdError* ResponseFactoryNew(InferdRequest* r, InferdResponseFactory** factory) noexcept;
 int32_t ResponseFactoryIsCancelled(const InferdResponseFactory* f) noexcept;

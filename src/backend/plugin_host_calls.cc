@@ -254,6 +254,8 @@ const InferdHostApi kHostApi = {
     InferStart,
     InferDelete,
     ModelSetUnavailable,
+    // v3
+    RequestCpuThreads,
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Host services: errors, the log, and reading and answering the requests of
 // a batch during instance_execute (plugin_host.h).
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -281,6 +282,11 @@ const char* RequestOutputName(const InferdRequest* r, uint32_t index) noexcept {
 
 int32_t RequestIsCancelled(const InferdRequest* r) noexcept {
   return r->item->request->IsCancelled() ? 1 : 0;
+}
+
+uint32_t RequestCpuThreads(const InferdRequest* r) noexcept {
+  if (r == nullptr || r->item == nullptr) return 0;
+  return static_cast<uint32_t>(std::max(0, r->item->cpu_threads));
 }
 
 }  // namespace inferd::plugin_host

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "metrics/cache_metrics.h"
+#include "metrics/layout_metrics.h"
 #include "metrics/model_metrics.h"
 #include "metrics/repository_metrics.h"
 #include "metrics/residency_metrics.h"
@@ -95,6 +96,7 @@ std::string MetricsService::Render() const {
   if (auto stats = server_.GetStatistics("", -1); stats.ok()) versions = std::move(*stats);
   std::vector<MetricFamily> families = ModelFamilies(versions, server_.ModelLoadFailures());
   for (auto& f : RepositoryFamilies(server_.RepositoryFetches())) families.push_back(std::move(f));
+  for (auto& f : LayoutFamilies(versions)) families.push_back(std::move(f));
   if (const ResponseCache* cache = server_.response_cache()) {
     for (auto& f : CacheFamilies(cache->Stats())) families.push_back(std::move(f));
   }

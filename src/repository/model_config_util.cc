@@ -12,6 +12,7 @@
 #include <set>
 
 #include "repository/config_support.h"
+#include "repository/instance_layout_config.h"
 
 namespace inferd {
 namespace {
@@ -240,6 +241,8 @@ Status NormalizeInstances(const NormalizeOptions& options, inference::ModelConfi
   auto* opt = c.mutable_optimization();
   if (!opt->has_input_pinned_memory()) opt->mutable_input_pinned_memory()->set_enable(true);
   if (!opt->has_output_pinned_memory()) opt->mutable_output_pinned_memory()->set_enable(true);
+  // Count 0 or no group: the server may choose (instance_layout_config.h).
+  INFERD_RETURN_IF_ERROR(MarkAutomaticInstanceLayout(c));
   if (c.instance_group_size() == 0) c.add_instance_group()->set_name(c.name());
   for (int i = 0; i < c.instance_group_size(); ++i) {
     auto* g = c.mutable_instance_group(i);

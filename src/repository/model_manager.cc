@@ -309,8 +309,12 @@ Status ModelManager::ApplyLoad(const std::string& name, const std::string& finge
   MakeRoom(name, footprints);
   // No fingerprint is recorded for a load whose files could not be fetched
   // (a store that failed, an object deleted meanwhile): the next poll tries
-  // again although nothing changed in the repository.
-  return Commit(plan, retry ? std::string() : fingerprint, std::move(results), footprints);
+  // again although nothing changed in the repository. Nor for a load with a
+  // config override: what serves is not what the repository holds, so a
+  // later load without override reads the repository again.
+  const bool from_repository = !retry && !input.config_json;
+  return Commit(plan, from_repository ? fingerprint : std::string(), std::move(results),
+                footprints);
 }
 
 ModelManager::LoadResults ModelManager::LoadVersions(const ModelPlan& plan,
@@ -511,6 +515,9 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) const {
       ModelIndexEntry entry{name, v, vs.state, std::move(reason)};
       if (auto f = rec.footprints.find(v); Serves(vs.state) && f != rec.footprints.end()) {
         entry.memory_bytes = f->second;
+      }
+      if (auto rt = rec.runtimes.find(v); Serves(vs.state) && rt != rec.runtimes.end()) {
+        entry.layout = rt->second->layout();
       }
       out.push_back(std::move(entry));
     }

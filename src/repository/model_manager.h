@@ -85,6 +85,9 @@ struct ModelIndexEntry {
   // --model-memory-budget: the version's measured footprint, bytes (0:
   // not measured, or not serving).
   uint64_t memory_bytes = 0;
+  // The automatic instance layout of a serving version
+  // (docs/instance_layout.md); none when its config fixes the instances.
+  std::optional<LayoutState> layout{};
 };
 
 class ModelManager {

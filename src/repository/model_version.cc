@@ -3,6 +3,7 @@
 #include "core/classification.h"
 #include "core/log.h"
 #include "repository/config_support.h"
+#include "repository/instance_layout_config.h"
 #include "repository/model_config_util.h"
 #include "repository/model_warmup.h"
 #include "repository/rate_limit_config.h"
@@ -44,6 +45,32 @@ StatusOr<std::vector<std::unique_ptr<BackendInstance>>> CreateInstances(
   return instances;
 }
 
+// The config a version runs with: an automatic instance layout
+// (instance_layout_config.h) gets its instance count here, once the
+// backend is known to honour thread hints.
+inference::ModelConfig LaidOutConfig(const inference::ModelConfig& given,
+                                     const BackendRegistry* registry) {
+  if (!WantsAutomaticInstanceLayout(given)) return given;
+  bool hints = false;
+  if (registry != nullptr) {
+    auto backend = registry->Find(SpecFromConfig(given));
+    hints = backend.ok() && (*backend)->HonoursCpuThreadHint();
+  }
+  return ResolveInstanceLayout(given, hints, AutomaticInstanceCount());
+}
+
+// The automatic instance layout over a stateless model's `instances`; null
+// when its config fixes them.
+std::shared_ptr<InstanceLayout> MakeLayout(const inference::ModelConfig& config,
+                                           const SchedulerConfig& sched,
+                                           const ModelIdentity& identity, size_t instances) {
+  if (!WantsAutomaticInstanceLayout(config) || sched.kind == SchedulerConfig::Kind::kSequence) {
+    return nullptr;
+  }
+  return std::make_shared<InstanceLayout>(identity.name, identity.version,
+                                          static_cast<int>(instances));
+}
+
 // The response cache's load-time rules (Triton's texts): a sequence's or a
 // decoupled model's answers are not a function of one request's inputs.
 Status CheckResponseCache(const inference::ModelConfig& config) {
@@ -79,10 +106,11 @@ std::unique_ptr<VersionCache> MakeVersionCache(const inference::ModelConfig& con
 
 }  // namespace
 
-StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& config,
+StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::ModelConfig& given,
                                                            const std::string& model_dir,
                                                            int64_t version,
                                                            const VersionServices& services) {
+  const inference::ModelConfig config = LaidOutConfig(given, services.registry);
   Clock* clock = services.clock;
   const InferFunction& ensemble_infer = services.ensemble_infer;
   const auto load_start = clock->Now();
@@ -148,6 +176,7 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
   if (*warmup) {
     sched.instance_start = [w = *warmup](size_t i, BackendInstance& inst) { w->Run(i, inst); };
   }
+  sched.layout = mv->layout_ = MakeLayout(config, sched, identity, instances->size());
   if (sched.kind == SchedulerConfig::Kind::kSequence) {
     mv->scheduler_ = std::make_unique<SequenceScheduler>(identity, sched, std::move(*instances),
                                                          &mv->stats_, clock, std::move(*limits));
@@ -161,6 +190,11 @@ StatusOr<std::shared_ptr<ModelVersion>> ModelVersion::Load(const inference::Mode
 }
 
 ModelVersion::~ModelVersion() { Stop(); }
+
+std::optional<LayoutState> ModelVersion::layout() const {
+  if (!layout_) return std::nullopt;
+  return layout_->state();
+}
 
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backend/backend_registry.h"
@@ -17,6 +18,7 @@
 #include "repository/version_services.h"
 #include "scheduler/clock.h"
 #include "scheduler/ensemble_scheduler.h"
+#include "scheduler/instance_layout.h"
 #include "scheduler/model_stats.h"
 #include "scheduler/scheduler.h"
 
@@ -48,6 +50,9 @@ class ModelVersion {
   ModelStats& stats() { return stats_; }
   // How long Load took, seconds (metrics: nv_model_load_duration_secs).
   double load_seconds() const { return load_seconds_; }
+  // The automatic instance layout in force (docs/instance_layout.md); none
+  // when the config fixes the instances. Thread-safe.
+  std::optional<LayoutState> layout() const;
 
   // Hands a validated request and its sink to the scheduler, which owns
   // both from here (never blocks). The sink gets exactly one final signal,
@@ -79,7 +84,8 @@ class ModelVersion {
   // The response cache's use by this version; null unless the server has a
   // cache and the config enables it.
   std::unique_ptr<VersionCache> cache_;
-  std::unique_ptr<Scheduler> scheduler_;  // owns the instances; destroyed first
+  std::shared_ptr<InstanceLayout> layout_;  // null without an automatic layout
+  std::unique_ptr<Scheduler> scheduler_;    // owns the instances; destroyed first
 };
 
 }  // namespace inferd

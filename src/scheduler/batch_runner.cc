@@ -41,7 +41,7 @@ void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason re
 }
 
 void RunBatch(const BatchContext& ctx, BackendInstance& instance,
-              std::vector<std::unique_ptr<PendingRequest>>& batch) {
+              std::vector<std::unique_ptr<PendingRequest>>& batch, int cpu_threads) {
   Clock& clock = *ctx.clock;
   const auto start = clock.Now();
   std::vector<std::unique_ptr<InferResponse>> responses;
@@ -55,6 +55,7 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
     ExecutionItem& item = items.emplace_back(p->request.get(), r.get());
     item.takeover = &takeover;
     item.index = items.size() - 1;
+    item.cpu_threads = cpu_threads;
     responses.push_back(std::move(r));
     rows += static_cast<uint64_t>(std::max<int64_t>(1, p->request->batch_size));
   }

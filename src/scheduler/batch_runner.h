@@ -29,9 +29,10 @@ struct BatchContext {
 
 // Executes `batch` (cleared on return, which destroys the sinks). Requests
 // cancelled while queued should have been removed before; a request that
-// fails inside the backend fails alone.
+// fails inside the backend fails alone. `cpu_threads`: the backend's CPU
+// thread hint for this execution (ExecutionItem::cpu_threads; 0: none).
 void RunBatch(const BatchContext& ctx, BackendInstance& instance,
-              std::vector<std::unique_ptr<PendingRequest>>& batch);
+              std::vector<std::unique_ptr<PendingRequest>>& batch, int cpu_threads = 0);
 
 // Finishes the sink of a request that never reached a backend (rejected,
 // timed out, cancelled) with `status`, and records it.

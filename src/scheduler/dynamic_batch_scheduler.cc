@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace inferd {
+namespace {
+
+int64_t RowsOf(const std::vector<std::unique_ptr<PendingRequest>>& batch) {
+  int64_t rows = 0;
+  for (const auto& p : batch) rows += p->rows;
+  return rows;
+}
+
+}  // namespace
 
 std::string BatchSignature(const InferRequest& request, bool batching) {
   std::string sig;
@@ -49,6 +58,7 @@ DynamicBatchScheduler::DynamicBatchScheduler(
     adaptive_ = std::make_unique<AdaptiveBatcher>(instances_.size(), policy_.max_batch_size, stats);
   }
   limits_ = std::move(limits);
+  layout_ = config.layout;
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
     threads_.emplace_back([this, i, start = config.instance_start] {
@@ -117,7 +127,7 @@ int DynamicBatchScheduler::LendIdleInstanceLocked() {
   }
   for (size_t i = 0; i < slots_.size(); ++i) {
     // A rate-limited instance runs only through the limiter, on its thread.
-    if (slots_[i].idle && !slots_[i].lent && !limits_.limited(i)) {
+    if (slots_[i].idle && !slots_[i].lent && !limits_.limited(i) && !InactiveLocked(i)) {
       slots_[i].lent = true;
       ++inline_runs_;
       return static_cast<int>(i);
@@ -130,11 +140,13 @@ void DynamicBatchScheduler::RunInline(size_t index, std::unique_ptr<PendingReque
   std::vector<std::unique_ptr<PendingRequest>> batch;
   batch.push_back(std::move(pending));
   const auto start = std::chrono::steady_clock::now();
-  RunBatch(ctx_, *instances_[index], batch);
+  const auto run = layout_ ? layout_->Begin(1) : InstanceLayout::Run{};
+  RunBatch(ctx_, *instances_[index], batch, run.threads);
   RecordExecution(std::chrono::steady_clock::now() - start);
   bool wake = false;
   {
     MutexLock lock(mu_);
+    if (layout_) LayoutEndLocked(run);
     slots_[index].lent = false;
     --inline_runs_;
     // Only Stop, or requests queued meanwhile, need a thread to look again.
@@ -160,6 +172,7 @@ void DynamicBatchScheduler::Stop() {
     stopping_ = true;
   }
   cv_.NotifyAll();
+  layout_cv_.NotifyAll();
   // A thread waiting for the limiter looks at its queue again (and waits
   // again only if requests remain to drain).
   limits_.InterruptAll();
@@ -172,6 +185,20 @@ void DynamicBatchScheduler::Stop() {
     while (inline_runs_ != 0) cv_.Wait(lock);
   }
   limits_.Reset();
+}
+
+void DynamicBatchScheduler::LayoutEndLocked(const InstanceLayout::Run& run) {
+  // Under mu_: an instance thread checks its layout state under mu_ too, so
+  // none can miss the change between its check and its wait.
+  if (!layout_->End(run, QueuedLocked())) return;
+  cv_.NotifyAll();         // instances left out move to layout_cv_
+  layout_cv_.NotifyAll();  // newly active ones come back
+}
+
+size_t DynamicBatchScheduler::QueuedLocked() const {
+  size_t n = delayed_.size();
+  for (const auto& [l, lv] : levels_) n += lv.queue.size();
+  return n;
 }
 
 bool DynamicBatchScheduler::EmptyLocked() const {
@@ -237,6 +264,10 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       cv_.Wait(lock);
       continue;
     }
+    if (InactiveLocked(index)) {  // the layout leaves it out
+      layout_cv_.Wait(lock);
+      continue;
+    }
     const auto now = ctx_.clock->Now();
     ExpireLocked(now, failed);
     if (!failed.empty()) {
@@ -289,19 +320,21 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       continue;
     }
     TakeLocked(d.take, batch);
-    int64_t rows = 0;
-    for (const auto& p : batch) rows += p->rows;
+    const int64_t rows = RowsOf(batch);
     if (adaptive_) adaptive_->Start(index, rows);
+    // The thread hint of the layout this instance was active in (changes are made under mu_).
+    const auto run = layout_ ? layout_->Begin(rows) : InstanceLayout::Run{};
     const bool more = !EmptyLocked();
     const bool any_lent = inline_runs_ > 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
     const auto start = std::chrono::steady_clock::now();
-    RunBatch(ctx_, instance, batch);
+    RunBatch(ctx_, instance, batch, run.threads);
     const auto took = std::chrono::steady_clock::now() - start;
     if (inline_max_exec_ns_ > 0) RecordExecution(took);
     lock.Lock();
     if (adaptive_) adaptive_->Record(index, rows, took, ctx_.clock->Now());
+    if (layout_) LayoutEndLocked(run);
     gate.Done(!EmptyLocked());
   }
 }

@@ -18,6 +18,11 @@
 // acquires its resources before taking a batch and releases them after;
 // such an instance is never lent for inline execution, and Stop interrupts
 // its Acquire (queued requests still drain, under the limiter).
+// With an automatic instance layout (SchedulerConfig::layout), only the
+// instances the layout makes active take batches (all of them drain at
+// Stop), each execution gets the layout's thread hint, and every execution
+// is reported to it (under the queue lock); instances left out wait on a
+// condition variable of their own, so wake-ups for work reach active ones.
 #pragma once
 
 #include <atomic>
@@ -30,6 +35,7 @@
 #include "scheduler/adaptive_batching.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
+#include "scheduler/instance_layout.h"
 #include "scheduler/rate_limiter.h"
 #include "scheduler/response_order.h"
 #include "scheduler/scheduler.h"
@@ -77,6 +83,13 @@ class DynamicBatchScheduler : public Scheduler {
   void SweepLocked(std::deque<std::unique_ptr<PendingRequest>>& queue, const QueuePolicy* policy,
                    Clock::TimePoint now, Failed& failed) INFERD_REQUIRES(mu_);
   bool EmptyLocked() const INFERD_REQUIRES(mu_);
+  size_t QueuedLocked() const INFERD_REQUIRES(mu_);
+  // Instance `index` is left out by the automatic layout (never at Stop).
+  bool InactiveLocked(size_t index) const INFERD_REQUIRES(mu_) {
+    return layout_ && !stopping_ && !layout_->Active(index);
+  }
+  // Reports an execution to the layout; wakes the instances on a change.
+  void LayoutEndLocked(const InstanceLayout::Run& run) INFERD_REQUIRES(mu_);
   // Moves the next batch (`take` requests in serving order) into `batch`.
   void TakeLocked(size_t take, std::vector<std::unique_ptr<PendingRequest>>& batch)
       INFERD_REQUIRES(mu_);
@@ -91,11 +104,14 @@ class DynamicBatchScheduler : public Scheduler {
   // preserve_ordering: final signals held until every earlier one has left.
   std::shared_ptr<ResponseOrder> ordering_;  // null without; fixed after construction
   RateLimitRegistration limits_;             // fixed until Stop resets it after the joins
+  std::shared_ptr<InstanceLayout> layout_;   // null: no automatic layout; fixed after construction
   // Adaptive batching (null: classic); used under mu_ only.
   std::unique_ptr<AdaptiveBatcher> adaptive_ INFERD_PT_GUARDED_BY(mu_);
 
   Mutex mu_;
   CondVar cv_;
+  CondVar layout_cv_;  // instances the automatic layout leaves out wait here
+
   std::vector<Slot> slots_ INFERD_GUARDED_BY(mu_);           // one per instance
   std::map<uint64_t, Level> levels_ INFERD_GUARDED_BY(mu_);  // 1 = highest priority
   std::deque<std::unique_ptr<PendingRequest>> delayed_ INFERD_GUARDED_BY(mu_);

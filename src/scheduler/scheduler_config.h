@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 namespace inferd {
 
 class BackendInstance;  // backend/backend.h
+class InstanceLayout;   // scheduler/instance_layout.h
 
 struct QueuePolicy {
   bool delay_on_timeout = false;  // timeout_action DELAY (else REJECT)
@@ -87,6 +89,10 @@ struct SchedulerConfig {
   // Run by each instance's own thread, once, before it takes requests
   // (model warmup: repository/model_warmup.h); empty: nothing.
   std::function<void(size_t index, BackendInstance& instance)> instance_start;
+  // Automatic instance layout (kNone/kDynamic only): which instances take
+  // batches and the CPU threads each execution gets; null: every instance,
+  // no thread hint.
+  std::shared_ptr<InstanceLayout> layout;
 };
 
 }  // namespace inferd

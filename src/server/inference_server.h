@@ -31,6 +31,7 @@
 #include "repository/model_manager.h"
 #include "repository/repository_fetch_metrics.h"
 #include "repository/repository_poller.h"
+#include "scheduler/instance_layout.h"
 #include "scheduler/rate_limiter.h"
 #include "server/control_plane.h"
 #include "server/inflight_tracker.h"
@@ -108,6 +109,9 @@ struct ModelStatistics {
   int64_t version = 0;
   ModelStatsSnapshot stats;
   double load_seconds = 0;  // how long the version took to load
+  // The automatic instance layout in force; none when the config fixes
+  // the instances (docs/instance_layout.md).
+  std::optional<LayoutState> layout{};
 };
 
 class InferenceServer {

@@ -312,7 +312,7 @@ class BackendsTest(ServerTestCase):
         self.assertEqual(e["state"], "UNAVAILABLE")
         self.assertIn("libinferd_wrong_abi.so", e["reason"])
         self.assertIn("built for backend ABI version 42", e["reason"])
-        self.assertIn("this server speaks versions 1 to 2", e["reason"])
+        self.assertIn("this server speaks versions 1 to 3", e["reason"])
         m = idx["missing_backend"]
         self.assertEqual(m["state"], "UNAVAILABLE")
         self.assertIn("libinferd_no_such_backend.so does not exist", m["reason"])

@@ -223,6 +223,23 @@ class LoadApiTest(ModelFilesTestCase):
         self.assertEqual(self.infer_scale(), [1, 2, 3, 8])
         self.assertTrue(wait_until(lambda: file_dirs(self.tmpdir) == [], 10), file_dirs(self.tmpdir))
 
+    def test_config_override_serves_until_a_plain_load(self):
+        def instances():
+            r = self.client.get("/v2/models/scale/config")
+            self.assertEqual(r.status, 200, r)
+            return sum(g["count"] for g in r.json()["instance_group"])
+
+        self.assertEqual(self.http_load("scale").status, 200)
+        self.assertEqual(instances(), 1)
+        override = dict(SCALE_CONFIG, instance_group=[{"kind": "KIND_CPU", "count": 2}])
+        self.assertEqual(self.http_load("scale", override).status, 200)
+        self.assertEqual(instances(), 2, "the override serves")
+        # The repository did not change, but the model serving is not the repository's: a
+        # load without override reads it again (infer-perf --search restores models this way).
+        self.assertEqual(self.http_load("scale").status, 200)
+        self.assertEqual(instances(), 1, "the repository's config serves again")
+        self.assertEqual(self.infer_scale(), [1, 2, 3, 8])
+
     def test_files_make_a_model_the_repository_lacks_until_unloaded(self):
         files = {"1/model.onnx": scale_onnx([1, 1, 1, 1]), "2/model.onnx": scale_onnx([3, 3, 3, 3])}
         for protocol in ("http", "grpc"):

@@ -26,6 +26,7 @@ struct Script {
   // What execute does to request i (by its id): "ok", "fail", "bad-name",
   // "bad-type", "bad-size", "twice".
   std::vector<std::string> log;
+  uint32_t cpu_threads = 99;  // request_cpu_threads of the last batch's first request
 };
 Script script;
 const InferdHostApi* host = nullptr;
@@ -70,6 +71,7 @@ void Output(InferdRequest* r, const char* name, InferdDataType t, int64_t n, uin
 
 InferdError* Exec(void*, InferdRequest* const* requests, uint32_t n) {
   if (script.throw_in_execute) throw std::runtime_error("escaped");
+  if (n > 0) script.cpu_threads = host->request_cpu_threads(requests[0]);
   for (uint32_t i = 0; i < n; ++i) {
     const std::string what = host->request_id(requests[i]);
     InferdTensor in{};
@@ -96,7 +98,7 @@ InferdError* Exec(void*, InferdRequest* const* requests, uint32_t n) {
 }
 
 InferdBackendApi table = {
-    INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Exec};
+    INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Exec, 0};
 const InferdBackendApi* TestEntry(uint32_t) { return &table; }
 const InferdBackendApi* NullEntry(uint32_t) { return nullptr; }
 
@@ -122,7 +124,7 @@ class PluginTest : public ::testing::Test {
   void SetUp() override {
     script = Script();
     table = {
-        INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Exec};
+        INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Exec, 0};
     spec_ = TestSpec();
   }
 
@@ -174,9 +176,9 @@ TEST_F(PluginTest, RefusesATableOfAnotherAbiVersion) {
   auto b = MakePluginBackend("test", TestEntry, "unit test");
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(b.status().message().find("built for backend ABI version 3"), std::string::npos)
+  EXPECT_NE(b.status().message().find("built for backend ABI version 4"), std::string::npos)
       << b.status().message();
-  EXPECT_NE(b.status().message().find("this server speaks versions 1 to 2"), std::string::npos);
+  EXPECT_NE(b.status().message().find("this server speaks versions 1 to 3"), std::string::npos);
   EXPECT_TRUE(script.log.empty()) << "initialize must not run";
 }
 
@@ -211,6 +213,37 @@ TEST_F(PluginTest, InitializeAndModelErrorsCarryTheirMessage) {
   ok->reset();
   // A failed model_initialize is not finalized; the backend is.
   EXPECT_EQ(script.log, (std::vector<std::string>{"initialize", "model_initialize m", "finalize"}));
+}
+
+// ABI v3: the capability bit is read from v3 tables only, and the
+// execution's thread hint reaches the backend.
+TEST_F(PluginTest, TheCpuThreadHintCapabilityAndValue) {
+  auto plain = MakePluginBackend("test", TestEntry, "unit test");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE((*plain)->HonoursCpuThreadHint());
+  table.capabilities = INFERD_BACKEND_CAP_CPU_THREAD_HINT;
+  auto capable = MakePluginBackend("test", TestEntry, "unit test");
+  ASSERT_TRUE(capable.ok());
+  EXPECT_TRUE((*capable)->HonoursCpuThreadHint());
+  table.abi_version = 2;  // a v2 table ends before `capabilities`: never read
+  auto v2 = MakePluginBackend("test", TestEntry, "unit test");
+  ASSERT_TRUE(v2.ok());
+  EXPECT_FALSE((*v2)->HonoursCpuThreadHint());
+
+  std::shared_ptr<Backend> backend;
+  std::unique_ptr<BackendModel> model;
+  auto inst = Instance(backend, model);
+  Run(*inst, {"ok"});
+  EXPECT_EQ(script.cpu_threads, 0u);  // no choice made
+  InferRequest req;
+  float v = 1;
+  req.inputs.push_back(
+      InferInput{"IN", DataType::kFp32, {1}, BufferView{reinterpret_cast<const char*>(&v), 4}});
+  InferResponse resp;
+  std::vector<ExecutionItem> items{ExecutionItem{&req, &resp, Status::Ok()}};
+  items[0].cpu_threads = 3;
+  inst->Execute(items);
+  EXPECT_EQ(script.cpu_threads, 3u);
 }
 
 TEST_F(PluginTest, LifecycleRunsInOrderWhateverTheOwnersDo) {

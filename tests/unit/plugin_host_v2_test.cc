@@ -47,7 +47,7 @@ InferdError* Execute(void*, InferdRequest* const* requests, uint32_t n) {
 }
 
 InferdBackendApi table = {
-    INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Execute};
+    INFERD_BACKEND_ABI_VERSION, Init, Fini, ModelInit, ModelFini, InstInit, InstFini, Execute, 0};
 const InferdBackendApi* Entry(uint32_t) { return &table; }
 
 std::string Take(InferdError* e) {
@@ -107,19 +107,19 @@ class PluginV2Test : public ::testing::Test {
   }
 };
 
-TEST_F(PluginV2Test, TablesOfVersionOneAndTwoLoadOthersAreRefused) {
-  for (uint32_t v : {1u, 2u}) {
+TEST_F(PluginV2Test, TablesOfVersionOneToThreeLoadOthersAreRefused) {
+  for (uint32_t v : {1u, 2u, 3u}) {
     table.abi_version = v;
     EXPECT_TRUE(MakePluginBackend("scripted", Entry, "test").ok()) << v;
   }
-  for (uint32_t v : {0u, 3u}) {
+  for (uint32_t v : {0u, 4u}) {
     table.abi_version = v;
     auto b = MakePluginBackend("scripted", Entry, "test");
     ASSERT_FALSE(b.ok());
     EXPECT_NE(b.status().message().find("built for backend ABI version " + std::to_string(v)),
               std::string::npos)
         << b.status().message();
-    EXPECT_NE(b.status().message().find("versions 1 to 2"), std::string::npos);
+    EXPECT_NE(b.status().message().find("versions 1 to 3"), std::string::npos);
   }
 }
 

@@ -30,6 +30,7 @@
 #include "perf_metrics.h"
 #include "perf_options.h"
 #include "perf_report.h"
+#include "perf_search_run.h"
 #include "perf_sequence.h"
 #include "perf_shm.h"
 #include "perf_transport.h"
@@ -563,6 +564,7 @@ int main(int argc, char** argv) {
     run.metrics = metrics.get();
   }
   if (!o.json) PrintSettings(o, run);
+  if (o.search) return RunSearch(o, run.stats_http, [&](int c) { return MeasureLevel(run, c, 0); });
   const std::vector<LevelResult> results = Sweep(run);
   Report(o, results);
   for (const auto& r : results) {

@@ -54,7 +54,8 @@ TLS and headers (perf_analyzer's names; docs/clients.md):
   --ssl-https-verify-host 0|1|2             check the name in it (default 2; 1 is 2)
   -H 'NAME:VALUE'                           header with every request, repeatable; also
                                             sent as gRPC metadata (name in lower case)
-)" << LoadUsageText();
+)" << LoadUsageText()
+            << SearchUsageText();
   std::exit(2);
 }
 

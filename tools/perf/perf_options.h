@@ -74,6 +74,17 @@ struct Options {
   double latency_threshold_ms = 0;        // -l/--latency-threshold; 0: none
   bool binary_search = false;             // --binary-search
   std::string grpc_compression = "none";  // --grpc-compression-algorithm
+
+  // ---- --search (perf_options_search.cc, perf_search*.cc) ----
+  bool search = false;                       // --search (or any --search-* list)
+  std::vector<int> search_max_batch_sizes;   // --search-max-batch-sizes; empty: the model's
+  std::vector<int> search_dynamic_batching;  // --search-dynamic-batching on,off as 1,0
+  std::vector<int> search_instance_counts;   // --search-instance-counts
+  int search_max_concurrency = 256;          // --search-max-concurrency (doubling sweep)
+  bool ConfigSearch() const {
+    return !search_max_batch_sizes.empty() || !search_dynamic_batching.empty() ||
+           !search_instance_counts.empty();
+  }
 };
 
 // Parses argv; on an unknown or malformed flag prints the error and the usage
@@ -91,5 +102,12 @@ Options ParseOptions(int argc, char** argv);
 bool ApplyLoadFlag(const std::string& flag, const std::function<std::string()>& value, Options& o);
 void CheckLoadOptions(Options& o);
 const char* LoadUsageText();
+
+// --search and its lists (perf_options_search.cc); the same contract as
+// ApplyLoadFlag and CheckLoadOptions.
+bool ApplySearchFlag(const std::string& flag, const std::function<std::string()>& value,
+                     Options& o);
+void CheckSearchOptions(const Options& o);
+const char* SearchUsageText();
 
 }  // namespace inferd::perf

@@ -160,7 +160,9 @@ bool ApplyLoadFlag(const std::string& a, const std::function<std::string()>& val
     std::cerr << "infer-perf: " << a << " is not supported (" << it->second << ")\n";
     std::exit(2);
   }
-  if (ApplySequenceFlag(a, value, o) || ApplyMetricsFlag(a, value, o)) return true;
+  if (ApplySequenceFlag(a, value, o) || ApplyMetricsFlag(a, value, o) ||
+      ApplySearchFlag(a, value, o))
+    return true;
   if (a == "-a" || a == "--async")
     o.async = true;
   else if (a == "--sync")
@@ -203,7 +205,9 @@ void CheckLoadOptions(Options& o) {
     o.rate_mode = true;
   }
   const bool open_end = o.request_intervals.empty() && (o.rate_mode ? o.r_end == 0 : o.c_end == 0);
-  if (open_end && o.latency_threshold_ms == 0)
+  CheckSearchOptions(o);
+  // --search stops an open range where throughput stops growing.
+  if (open_end && o.latency_threshold_ms == 0 && !o.search)
     Usage("a range with end 0 needs -l/--latency-threshold");
   if (o.binary_search && (o.latency_threshold_ms == 0 || open_end || !o.request_intervals.empty()))
     Usage("--binary-search needs a range with an explicit start and end, and -l");

@@ -2,9 +2,16 @@
 // `execute_delay_ms` once per execution, whatever the batch size. Makes
 // batching observable (and benchmarkable) without hooks. A built-in plugin
 // on the C ABI.
-// With `execute_delay_batch_exponent` e (default 0), the sleep is
-// execute_delay_ms * rows^e: 1.0 costs like a CPU (no gain from batching),
-// 0.3 like a GPU (time grows sub-linearly with the batch).
+//
+// `execute_delay_parallel_fraction` p (0..1, default 0) models a CPU model
+// that parallelises: with the server's CPU thread hint t (ABI v3; 1 when
+// there is none) the sleep is scaled by Amdahl's law, (1-p) + p/t. The
+// backend declares INFERD_BACKEND_CAP_CPU_THREAD_HINT, so a delay model with
+// no instance count gets the automatic layout (scheduler/instance_layout.h).
+//
+// `execute_delay_batch_exponent` e (default 0) scales the sleep by rows^e
+// (rows: the execution's batch size): 1.0 costs like a CPU (no gain from
+// batching), 0.3 like a GPU (time grows sub-linearly with the batch).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +30,7 @@ using namespace inferd_backend;
 struct DelayModel {
   std::string input, output;
   int64_t delay_ms = 0;
+  double parallel_fraction = 0;
   double batch_exponent = 0;  // execute_delay_batch_exponent
   bool batched = false;       // requests carry a batch dimension
 
@@ -34,24 +42,31 @@ struct DelayModel {
     input = info.inputs[0].name;
     output = info.outputs[0].name;
     delay_ms = IntParameter(info, "execute_delay_ms", 0, 0, 600000);
+    if (const char* p = FindParameter(info, "execute_delay_parallel_fraction")) {
+      char* end = nullptr;
+      parallel_fraction = std::strtod(p, &end);
+      if (end == p || *end != '\0' || !(parallel_fraction >= 0 && parallel_fraction <= 1)) {
+        ThrowInvalidArgument(
+            "parameter 'execute_delay_parallel_fraction' must be a number from 0 to 1");
+      }
+    }
     batched = info.max_batch_size > 0;
     if (const char* v = FindParameter(info, "execute_delay_batch_exponent"); v && *v) {
       char* end = nullptr;
       batch_exponent = std::strtod(v, &end);
       if (*end != '\0' || !(batch_exponent >= 0 && batch_exponent <= 4)) {
         ThrowInvalidArgument(
-            std::string("parameter 'execute_delay_batch_exponent' must be a number between 0 "
-                        "and 4, got '") +
-            v + "'");
+            "parameter 'execute_delay_batch_exponent' must be a number from 0 to 4");
       }
     }
   }
-
-  // The sleep for one execution of `rows` rows.
-  std::chrono::microseconds Sleep(int64_t rows) const {
-    const double us = static_cast<double>(delay_ms) * 1000.0 *
-                      std::pow(static_cast<double>(std::max<int64_t>(1, rows)), batch_exponent);
-    return std::chrono::microseconds(std::llround(us));
+  // The sleep for an execution of `rows` rows given `threads` CPU threads
+  // (Amdahl's law).
+  std::chrono::microseconds Delay(int threads, int64_t rows) const {
+    const double scale = (1 - parallel_fraction) + parallel_fraction / std::max(1, threads);
+    const double batch = std::pow(static_cast<double>(std::max<int64_t>(1, rows)), batch_exponent);
+    return std::chrono::microseconds(
+        static_cast<int64_t>(static_cast<double>(delay_ms) * 1000 * scale * batch));
   }
 };
 
@@ -69,7 +84,7 @@ struct DelayInstance {
           if (r.FindInput(model.input.c_str(), &in) && in.dims_count > 0) rows += in.shape[0];
         });
       }
-      std::this_thread::sleep_for(model.Sleep(rows));
+      std::this_thread::sleep_for(model.Delay(CpuThreadsHint(requests, n), rows));
     }
     ForEachRequest(requests, n, [&](const Request& r) {
       InferdTensor in{};
@@ -87,7 +102,7 @@ struct DelayInstance {
 }  // namespace
 
 const InferdBackendApi* DelayBackendEntry(uint32_t) {
-  return &BackendTable<DelayModel, DelayInstance>::kApi;
+  return &BackendTable<DelayModel, DelayInstance, INFERD_BACKEND_CAP_CPU_THREAD_HINT>::kApi;
 }
 
 }  // namespace inferd

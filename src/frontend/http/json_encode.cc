@@ -192,6 +192,17 @@ std::string EncodeRepositoryIndex(const std::vector<ModelIndexEntry>& index) {
       w.Key("memory_bytes");
       w.Uint64(e.memory_bytes);
     }
+    if (e.layout) {  // the automatic instance layout in force (docs/instance_layout.md)
+      w.Key("instance_layout");
+      w.StartObject();
+      w.Key("instances");
+      w.Int(e.layout->instances);
+      w.Key("active_instances");
+      w.Int(e.layout->active);
+      w.Key("threads_per_instance");
+      w.Int(e.layout->threads);
+      w.EndObject();
+    }
   });
 }
 
