@@ -252,6 +252,21 @@ void DynamicBatchScheduler::TakeLocked(size_t take,
   if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
 }
 
+Clock::TimePoint DynamicBatchScheduler::ViewLocked(std::vector<BatchCandidate>& view) const {
+  view.clear();
+  Clock::TimePoint next_deadline = Clock::TimePoint::max();
+  for (const auto& [l, lv] : levels_) {
+    for (const auto& p : lv.queue) {
+      view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+      next_deadline = std::min(next_deadline, p->deadline);
+    }
+  }
+  for (const auto& p : delayed_) {
+    view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+  }
+  return next_deadline;
+}
+
 void DynamicBatchScheduler::InstanceLoop(size_t index) {
   BackendInstance& instance = *instances_[index];
   RateLimitGate gate(limits_.limiter(), limits_.id(index));
@@ -291,17 +306,7 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       slots_[index].idle = false;
       continue;
     }
-    // Serving order: priority levels (1 first), then delayed requests.
-    view.clear();
-    Clock::TimePoint next_deadline = Clock::TimePoint::max();
-    for (auto& [l, lv] : levels_) {
-      for (auto& p : lv.queue) {
-        view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
-        next_deadline = std::min(next_deadline, p->deadline);
-      }
-    }
-    for (auto& p : delayed_)
-      view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+    const Clock::TimePoint next_deadline = ViewLocked(view);
     BatchPolicy policy = policy_;
     if (adaptive_) adaptive_->Apply(index, view, now, policy);
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);  // drain now

@@ -90,6 +90,9 @@ class DynamicBatchScheduler : public Scheduler {
   }
   // Reports an execution to the layout; wakes the instances on a change.
   void LayoutEndLocked(const InstanceLayout::Run& run) INFERD_REQUIRES(mu_);
+  // The queue in serving order (priority levels, 1 first, then delayed
+  // requests) into `view`; returns the earliest request deadline.
+  Clock::TimePoint ViewLocked(std::vector<BatchCandidate>& view) const INFERD_REQUIRES(mu_);
   // Moves the next batch (`take` requests in serving order) into `batch`.
   void TakeLocked(size_t take, std::vector<std::unique_ptr<PendingRequest>>& batch)
       INFERD_REQUIRES(mu_);
