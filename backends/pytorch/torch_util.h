@@ -109,7 +109,7 @@ inline torch::jit::Module LoadModule(const std::string& bytes, const std::string
 inline torch::jit::Module Optimize(torch::jit::Module& module, const std::string& path) {
   try {
     return torch::jit::optimize_for_inference(module);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {  // c10::Error, or the freezer's runtime_error
     ThrowInvalidArgument("OPTIMIZE_FOR_INFERENCE: libtorch cannot optimize '" + path +
                          "': " + TorchMessage(e));
   }

@@ -48,7 +48,7 @@ output [ { name: "logits" data_type: TYPE_FP32 dims: [ 1000 ] } ]
 instance_group [ { kind: KIND_CPU count: $count } ]
 parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "$threads" } }
 $([ "$batching" = yes ] && echo "dynamic_batching { max_queue_delay_microseconds: 2000 }")
-$([ "$optimize" = yes ] && echo 'parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "true" } }')
+parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "$([ "$optimize" = yes ] && echo true || echo false)" } }
 CFG
 }
 model pt_1x${HW}_batch resnet18 model.pt pytorch_libtorch 1 "$HW" yes

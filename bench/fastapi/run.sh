@@ -30,6 +30,9 @@ for name in resnet18 resnet18_as_saved; do
 done
 echo 'parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "true" } }' \
   >> "$TMP/models/resnet18/config.pbtxt"
+# The default is true on CPU: say false explicitly for the module as saved.
+echo 'parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "false" } }' \
+  >> "$TMP/models/resnet18_as_saved/config.pbtxt"
 start_inferd "$TMP/inferd.log" --model-repository "$TMP/models"
 INFERD_PORT=$HTTP_PORT
 FASTAPI_PORT=$(/usr/bin/python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")

@@ -38,12 +38,20 @@ BackendRegistry::BackendRegistry(std::string backend_directory)
                                            : std::move(backend_directory)) {}
 
 std::unique_ptr<BackendRegistry> BackendRegistry::WithBuiltins(std::string backend_directory) {
-  // libtorch's intra-op pool is OpenMP (Debian's build), which spin-waits
-  // between parallel regions by default. Next to the server's own threads
-  // that costs several times the throughput (docs/backends.md), so waiting is
-  // passive unless the operator chose otherwise. Set here, before any thread
-  // starts and before any backend library (and libgomp) is loaded.
-  setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
+  // libtorch's intra-op pool is OpenMP (Debian's build). libgomp's default
+  // spins about 300000 pause loops (6 ms here) before a waiting thread
+  // sleeps: on a busy machine that spinning takes the cores the work needs.
+  // Passive waiting (no spin) puts the worker to sleep between each of the
+  // ~250 parallel regions of a resnet18 execution, and waking it costs 1.5x
+  // the execution time on an idle machine. A short spin, 10000 loops (about
+  // 0.2 ms), bridges the gaps between the operators of one execution and
+  // sleeps between executions (docs/backends.md, "OpenMP waiting";
+  // docs/performance.md, "Per-execution parity"). Process-wide, so set here,
+  // before any thread starts and before any backend library (and libgomp)
+  // is loaded, unless the operator chose a wait policy or spin count.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    setenv("GOMP_SPINCOUNT", "10000", /*overwrite=*/0);
+  }
   auto r = std::make_unique<BackendRegistry>(std::move(backend_directory));
   for (const auto& [name, entry] :
        {std::pair{"add_sub", &AddSubBackendEntry}, std::pair{"delay", &DelayBackendEntry},

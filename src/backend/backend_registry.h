@@ -29,8 +29,9 @@ class BackendRegistry {
   explicit BackendRegistry(std::string backend_directory = "");
 
   // The built-in backends, plus shared libraries from `backend_directory`.
-  // Call before starting threads: it sets OMP_WAIT_POLICY=PASSIVE in the
-  // environment when unset (see docs/backends.md, "Threads").
+  // Call before starting threads: it sets GOMP_SPINCOUNT=10000 in the
+  // environment when neither it nor OMP_WAIT_POLICY is set (docs/backends.md,
+  // "OpenMP waiting").
   static std::unique_ptr<BackendRegistry> WithBuiltins(std::string backend_directory = "");
 
   // <directory of the executable>/../lib/inferd/backends: where the build

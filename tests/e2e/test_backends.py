@@ -12,6 +12,8 @@ import os
 import random
 import shutil
 import struct
+import subprocess
+import sys
 import threading
 import unittest
 
@@ -50,6 +52,42 @@ def fp32_request(name, shape, values, outputs, classification=None):
     return req, [blob]
 
 
+# A TorchScript module whose forward() indexes a ModuleList with a value known only at run time,
+# which torch.jit.freeze (and so OPTIMIZE_FOR_INFERENCE) refuses. It adds 1 (even batch sizes)
+# or 2 (odd ones).
+UNFREEZABLE = """
+import torch
+
+
+@torch.jit.interface
+class Step(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pass
+
+
+class Add(torch.nn.Module):
+    def __init__(self, k: float):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return x + self.k
+
+
+class Unfreezable(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.steps = torch.nn.ModuleList([Add(1.0), Add(2.0)])
+
+    def forward(self, x):
+        step: Step = self.steps[x.size(0) %% 2]
+        return step.forward(x)
+
+
+torch.jit.script(Unfreezable().eval()).save(%r)
+"""
+
+
 class BackendsTest(ServerTestCase):
     @classmethod
     def build_repository(cls, root):
@@ -73,7 +111,8 @@ class BackendsTest(ServerTestCase):
                            "--repository-follow-external-symlinks=true"] + \
             ["--load-model=" + m for m in SERVED + ["broken_pt", "broken_onnx", "digits_any",
                                                      "wrong_abi", "missing_backend", "digits_gpu",
-                                                     "resnet18_optimized", "digits_bad_optimize"] +
+                                                     "resnet18_optimized", "digits_bad_optimize",
+                                                     "resnet18_as_saved", "unfreezable"] +
              ["simple_pytorch_" + t.lower() for t in TYPED]]
 
         repo = os.path.join(root, "models")
@@ -100,6 +139,21 @@ class BackendsTest(ServerTestCase):
             parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "true" } }"""))
         os.symlink(os.path.join(EXAMPLES, "resnet18", "1", "model.pt"),
                    os.path.join(repo, "resnet18_optimized", "1", "model.pt"))
+        # ... and resnet18 as saved (OPTIMIZE_FOR_INFERENCE false; the default is true on CPU).
+        write_model(repo, "resnet18_as_saved", model_config(
+            "resnet18_as_saved", "pytorch", [("input", "TYPE_FP32", (3, 224, 224))],
+            [("logits", "TYPE_FP32", (1000,))], 8,
+            'parameters { key: "OPTIMIZE_FOR_INFERENCE" value { string_value: "false" } }'))
+        os.symlink(os.path.join(EXAMPLES, "resnet18", "1", "model.pt"),
+                   os.path.join(repo, "resnet18_as_saved", "1", "model.pt"))
+        # A module libtorch cannot freeze: with the default it is served as saved.
+        write_model(repo, "unfreezable", model_config(
+            "unfreezable", "pytorch", [("INPUT__0", "TYPE_FP32", (4,))],
+            [("OUTPUT__0", "TYPE_FP32", (4,))], 8))
+        script = os.path.join(root, "unfreezable.py")
+        with open(script, "w") as f:
+            f.write(UNFREEZABLE % os.path.join(repo, "unfreezable", "1", "model.pt"))
+        subprocess.run([sys.executable, script], check=True, timeout=120)
         write_model(repo, "digits_bad_optimize", model_config(
             "digits_bad_optimize", "pytorch", [("image", "TYPE_FP32", (1, 8, 8))],
             [("probabilities", "TYPE_FP32", (10,))], 8,
@@ -240,11 +294,13 @@ class BackendsTest(ServerTestCase):
     def test_optimize_for_inference_agrees_with_the_module_as_saved(self):
         rng = random.Random(1)
         values = [rng.uniform(-1, 1) for _ in range(3 * 3 * 224 * 224)]
-        plain = self.resnet18_logits("resnet18", values, 3)
+        plain = self.resnet18_logits("resnet18_as_saved", values, 3)
         scale = max(abs(x) for x in plain)
         # One request of three rows, then three concurrent one-row requests that the dynamic
-        # batcher may join: the optimized graph takes any batch size.
-        optimized = [self.resnet18_logits("resnet18_optimized", values, 3)]
+        # batcher may join: the optimized graph takes any batch size. resnet18's config says
+        # nothing: it is optimized by default.
+        optimized = [self.resnet18_logits("resnet18_optimized", values, 3),
+                     self.resnet18_logits("resnet18", values, 3)]
         row = 3 * 224 * 224
         results = [None] * 3
 
@@ -264,9 +320,26 @@ class BackendsTest(ServerTestCase):
                 self.assertAlmostEqual(plain[i], got[i], delta=1e-4 * scale + 1e-5,
                                        msg="logit %d" % i)
         log = "\n".join(self.server.log())
-        self.assertIn("model 'resnet18_optimized' instance", log)
-        self.assertIn("frozen and optimized for inference", log)
-        self.assertNotIn("model 'resnet18' instance", log)
+        self.assertIn("model 'resnet18_optimized' instance 'resnet18_optimized_0_0': frozen and "
+                      "optimized for inference\n", log + "\n")
+        self.assertIn("model 'resnet18' instance 'resnet18_0_0': frozen and optimized for "
+                      "inference (the default on CPU)", log)
+        self.assertNotIn("model 'resnet18_as_saved' instance", log)
+
+    def test_a_module_libtorch_cannot_freeze_is_served_as_saved_by_default(self):
+        state = self.index()["unfreezable"]
+        self.assertEqual(state["state"], "READY", state)
+        for rows, k in ((2, 1.0), (3, 2.0)):
+            values = [float(i) for i in range(4 * rows)]
+            req = {"inputs": [{"name": "INPUT__0", "shape": [rows, 4], "datatype": "FP32",
+                               "data": values}]}
+            resp = self.client.infer("unfreezable", req)
+            self.assertOk(resp)
+            self.assertEqual(resp.json()["outputs"][0]["data"], [v + k for v in values])
+        log = "\n".join(self.server.log())
+        self.assertIn("model 'unfreezable' instance 'unfreezable_0': served as saved "
+                      "(OPTIMIZE_FOR_INFERENCE: libtorch cannot optimize", log)
+        self.assertIn("ModuleContainerIndex is not supported", log)
 
     def test_a_bad_optimize_for_inference_value_is_named(self):
         state = self.index()["digits_bad_optimize"]

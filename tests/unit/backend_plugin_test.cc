@@ -4,6 +4,7 @@
 // version).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -361,6 +362,28 @@ TEST(BackendRegistryTest, NamesComeFromBackendOrPlatform) {
   EXPECT_EQ(BackendRegistry::BackendName(s), "onnx");
   s.backend = "identity";
   EXPECT_EQ(BackendRegistry::BackendName(s), "identity");
+}
+
+// libgomp reads its wait settings once, when libtorch loads it: the registry
+// sets a short spin unless the operator chose a policy or a spin count.
+TEST(BackendRegistryTest, SetsAShortOpenMpSpinUnlessTheOperatorChoseOne) {
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv("GOMP_SPINCOUNT");
+  BackendRegistry::WithBuiltins();
+  ASSERT_NE(std::getenv("GOMP_SPINCOUNT"), nullptr);
+  EXPECT_STREQ(std::getenv("GOMP_SPINCOUNT"), "10000");
+  EXPECT_EQ(std::getenv("OMP_WAIT_POLICY"), nullptr);
+
+  unsetenv("GOMP_SPINCOUNT");
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  BackendRegistry::WithBuiltins();
+  EXPECT_EQ(std::getenv("GOMP_SPINCOUNT"), nullptr);
+
+  unsetenv("OMP_WAIT_POLICY");
+  setenv("GOMP_SPINCOUNT", "500", 1);
+  BackendRegistry::WithBuiltins();
+  EXPECT_STREQ(std::getenv("GOMP_SPINCOUNT"), "500");
+  setenv("GOMP_SPINCOUNT", "10000", 1);  // as the other tests of this process expect
 }
 
 TEST(BackendRegistryTest, FindsBuiltinsAndLibrariesAndExplainsMisses) {
