@@ -18,6 +18,8 @@ double Us(uint64_t ns) {
 struct ModelFamilySet {
   MetricFamily success, failure, count, exec, pending, load, request_us, queue_us, input_us,
       infer_us, output_us, request_hist, queue_hist, infer_hist, batch_hist, failures;
+  // Adaptive batching's chosen size, only for versions that batch adaptively.
+  MetricFamily batch_target;
   // Response cache, only for versions that cache (PROTOCOL-NEXT §8.1).
   MetricFamily cache_hits, cache_misses, cache_hit_us, cache_miss_us;
 };
@@ -62,6 +64,9 @@ ModelFamilySet EmptyModelFamilies() {
                         MetricType::kHistogram);
   f.batch_hist =
       Family("inferd_batch_size", "Rows (batch size) per model execution", MetricType::kHistogram);
+  f.batch_target =
+      Family("inferd_batch_target_size", "Batch size adaptive batching currently aims for (rows)",
+             MetricType::kGauge);
   f.failures = Family("inferd_model_load_failures_total",
                       "Number of failed attempts to load a model", MetricType::kCounter);
   f.cache_hits = Family("nv_cache_num_hits_per_model",
@@ -118,6 +123,7 @@ void AddVersion(const ModelStatistics& v, ModelFamilySet& f) {
   hist(f.queue_hist, s.queue_hist, 1e9);
   hist(f.infer_hist, s.compute_infer_hist, 1e9);
   hist(f.batch_hist, s.batch_size_hist, 1);
+  if (s.batch_target > 0) add(f.batch_target, static_cast<double>(s.batch_target));
 }
 
 // One sample per model in `versions` or `load_failures` (0 when it never
@@ -152,10 +158,11 @@ std::vector<MetricFamily> ModelFamilies(const std::vector<ModelStatistics>& vers
   AddLoadFailures(versions, load_failures, f.failures);
   std::vector<MetricFamily> out;
   for (MetricFamily* m :
-       {&f.success,   &f.failure,      &f.count,        &f.exec,         &f.pending,
-        &f.load,      &f.request_us,   &f.queue_us,     &f.input_us,     &f.infer_us,
-        &f.output_us, &f.request_hist, &f.queue_hist,   &f.infer_hist,   &f.batch_hist,
-        &f.failures,  &f.cache_hits,   &f.cache_misses, &f.cache_hit_us, &f.cache_miss_us}) {
+       {&f.success,      &f.failure,      &f.count,      &f.exec,         &f.pending,
+        &f.load,         &f.request_us,   &f.queue_us,   &f.input_us,     &f.infer_us,
+        &f.output_us,    &f.request_hist, &f.queue_hist, &f.infer_hist,   &f.batch_hist,
+        &f.batch_target, &f.failures,     &f.cache_hits, &f.cache_misses, &f.cache_hit_us,
+        &f.cache_miss_us}) {
     out.push_back(std::move(*m));
   }
   return out;

@@ -20,6 +20,14 @@ namespace {
 // Model parameter: SchedulerConfig::inline_max_exec_us (microseconds).
 constexpr char kInlineExecutionParameter[] = "inline_execution_max_us";
 
+// Model parameter: "adaptive" or "fixed" dynamic batching (docs/batching.md).
+constexpr char kBatchingParameter[] = "batching";
+
+std::string BatchingParameter(const inference::ModelConfig& c) {
+  auto it = c.parameters().find(kBatchingParameter);
+  return it == c.parameters().end() ? std::string() : it->second.string_value();
+}
+
 // The value of the inline-execution parameter, if it is a decimal integer.
 std::optional<uint64_t> ParseInlineMaxExecUs(const std::string& text) {
   uint64_t v = 0;
@@ -158,9 +166,21 @@ Status NormalizeBatching(inference::ModelConfig& c) {
   if (c.version_policy().has_latest() && c.version_policy().latest().num_versions() == 0) {
     return InvalidArgument("'version_policy.latest.num_versions' must be >= 1");
   }
+  // Adaptive batching: asked for, or dynamic batching with no preferred
+  // sizes and not opted out. Written into the config so the API shows it.
+  const std::string batching = BatchingParameter(c);
+  if (batching == "adaptive" && !c.has_dynamic_batching() && !c.has_sequence_batching() &&
+      c.platform() != "ensemble" && c.max_batch_size() > 0) {
+    c.mutable_dynamic_batching();
+  }
+  if (c.has_dynamic_batching() && c.max_batch_size() > 0 && batching.empty() &&
+      c.dynamic_batching().preferred_batch_size_size() == 0) {
+    (*c.mutable_parameters())[kBatchingParameter].set_string_value("adaptive");
+  }
   if (c.has_dynamic_batching()) {
     auto* db = c.mutable_dynamic_batching();
-    if (db->preferred_batch_size_size() == 0 && c.max_batch_size() > 0) {
+    if (db->preferred_batch_size_size() == 0 && c.max_batch_size() > 0 &&
+        BatchingParameter(c) != "adaptive") {
       db->add_preferred_batch_size(c.max_batch_size());
     }
     for (int p : db->preferred_batch_size()) {
@@ -255,6 +275,11 @@ Status NormalizeModelConfig(const std::string& model_name, const NormalizeOption
                              "' must be a non-negative integer (microseconds), got '" +
                              it->second.string_value().substr(0, 64) + "'");
     }
+  }
+  if (const std::string b = BatchingParameter(c);
+      c.parameters().count(kBatchingParameter) && b != "adaptive" && b != "fixed") {
+    return InvalidArgument(std::string("parameter '") + kBatchingParameter +
+                           "' must be 'adaptive' or 'fixed', got '" + b.substr(0, 64) + "'");
   }
   INFERD_RETURN_IF_ERROR(CheckConfigSupport(c, options.warnings));
   INFERD_RETURN_IF_ERROR(NormalizeBatching(c));
@@ -378,6 +403,7 @@ SchedulerConfig SchedulerConfigFromConfig(const inference::ModelConfig& c) {
                                            db.preferred_batch_size().end());
     s.dynamic.max_queue_delay_us = db.max_queue_delay_microseconds();
     s.dynamic.preserve_ordering = db.preserve_ordering();
+    s.dynamic.adaptive = BatchingParameter(c) == "adaptive" && c.max_batch_size() > 0;
     s.dynamic.priority_levels = db.priority_levels();
     s.dynamic.default_priority_level = db.default_priority_level();
     s.dynamic.default_policy = ToQueuePolicy(db.default_queue_policy());

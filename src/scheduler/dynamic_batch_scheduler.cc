@@ -54,6 +54,9 @@ DynamicBatchScheduler::DynamicBatchScheduler(
     levels_[l].policy = it != config_.priority_policies.end() ? it->second : config_.default_policy;
   }
   if (config_.preserve_ordering) ordering_ = std::make_shared<ResponseOrder>();
+  if (policy_.batching && config_.adaptive) {
+    adaptive_ = std::make_unique<AdaptiveBatcher>(instances_.size(), policy_.max_batch_size, stats);
+  }
   limits_ = std::move(limits);
   layout_ = config.layout;
   slots_.resize(instances_.size());
@@ -109,6 +112,7 @@ void DynamicBatchScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
     return;
   }
   if (ctx_.stats) ctx_.stats->AddPending(1);
+  if (adaptive_) adaptive_->OnArrival(pending->arrival, pending->rows, EmptyLocked());
   lv.queue.push_back(std::move(pending));
   // A lent instance's thread ignores wake-ups: make sure a free one hears.
   const bool any_lent = inline_runs_ > 0;
@@ -248,6 +252,21 @@ void DynamicBatchScheduler::TakeLocked(size_t take,
   if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(batch.size()));
 }
 
+Clock::TimePoint DynamicBatchScheduler::ViewLocked(std::vector<BatchCandidate>& view) const {
+  view.clear();
+  Clock::TimePoint next_deadline = Clock::TimePoint::max();
+  for (const auto& [l, lv] : levels_) {
+    for (const auto& p : lv.queue) {
+      view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+      next_deadline = std::min(next_deadline, p->deadline);
+    }
+  }
+  for (const auto& p : delayed_) {
+    view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+  }
+  return next_deadline;
+}
+
 void DynamicBatchScheduler::InstanceLoop(size_t index) {
   BackendInstance& instance = *instances_[index];
   RateLimitGate gate(limits_.limiter(), limits_.id(index));
@@ -287,18 +306,9 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       slots_[index].idle = false;
       continue;
     }
-    // Serving order: priority levels (1 first), then delayed requests.
-    view.clear();
-    Clock::TimePoint next_deadline = Clock::TimePoint::max();
-    for (auto& [l, lv] : levels_) {
-      for (auto& p : lv.queue) {
-        view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
-        next_deadline = std::min(next_deadline, p->deadline);
-      }
-    }
-    for (auto& p : delayed_)
-      view.push_back(BatchCandidate{p->batch_signature, p->rows, p->arrival});
+    const Clock::TimePoint next_deadline = ViewLocked(view);
     BatchPolicy policy = policy_;
+    if (adaptive_) adaptive_->Apply(index, view, now, policy);
     if (stopping_) policy.max_queue_delay = std::chrono::microseconds(0);  // drain now
     const BatchDecision d = DecideBatch(policy, view, now);
     if (d.take == 0) {
@@ -315,16 +325,20 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
       continue;
     }
     TakeLocked(d.take, batch);
+    const int64_t rows = RowsOf(batch);
+    if (adaptive_) adaptive_->Start(index, rows);
     // The thread hint of the layout this instance was active in (changes are made under mu_).
-    const auto run = layout_ ? layout_->Begin(RowsOf(batch)) : InstanceLayout::Run{};
+    const auto run = layout_ ? layout_->Begin(rows) : InstanceLayout::Run{};
     const bool more = !EmptyLocked();
     const bool any_lent = inline_runs_ > 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
     const auto start = std::chrono::steady_clock::now();
     RunBatch(ctx_, instance, batch, run.threads);
-    if (inline_max_exec_ns_ > 0) RecordExecution(std::chrono::steady_clock::now() - start);
+    const auto took = std::chrono::steady_clock::now() - start;
+    if (inline_max_exec_ns_ > 0) RecordExecution(took);
     lock.Lock();
+    if (adaptive_) adaptive_->Record(index, rows, took, ctx_.clock->Now());
     if (layout_) LayoutEndLocked(run);
     gate.Done(!EmptyLocked());
   }

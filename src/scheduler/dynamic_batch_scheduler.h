@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/thread_annotations.h"
+#include "scheduler/adaptive_batching.h"
 #include "scheduler/batch_policy.h"
 #include "scheduler/batch_runner.h"
 #include "scheduler/instance_layout.h"
@@ -89,6 +90,9 @@ class DynamicBatchScheduler : public Scheduler {
   }
   // Reports an execution to the layout; wakes the instances on a change.
   void LayoutEndLocked(const InstanceLayout::Run& run) INFERD_REQUIRES(mu_);
+  // The queue in serving order (priority levels, 1 first, then delayed
+  // requests) into `view`; returns the earliest request deadline.
+  Clock::TimePoint ViewLocked(std::vector<BatchCandidate>& view) const INFERD_REQUIRES(mu_);
   // Moves the next batch (`take` requests in serving order) into `batch`.
   void TakeLocked(size_t take, std::vector<std::unique_ptr<PendingRequest>>& batch)
       INFERD_REQUIRES(mu_);
@@ -104,6 +108,8 @@ class DynamicBatchScheduler : public Scheduler {
   std::shared_ptr<ResponseOrder> ordering_;  // null without; fixed after construction
   RateLimitRegistration limits_;             // fixed until Stop resets it after the joins
   std::shared_ptr<InstanceLayout> layout_;   // null: no automatic layout; fixed after construction
+  // Adaptive batching (null: classic); used under mu_ only.
+  std::unique_ptr<AdaptiveBatcher> adaptive_ INFERD_PT_GUARDED_BY(mu_);
 
   Mutex mu_;
   CondVar cv_;

@@ -87,6 +87,9 @@ struct ModelStatsSnapshot {
   // and queue time of successful requests, ns; model execution time per
   // execution, ns; rows per execution.
   HistogramSnapshot request_hist, queue_hist, compute_infer_hist, batch_size_hist;
+  // Adaptive batching's chosen batch size (scheduler/adaptive_batching.h);
+  // 0 when the version does not batch adaptively.
+  int64_t batch_target = 0;
 };
 
 enum class FailReason { kRejected, kCancelled, kBackend, kOther };
@@ -102,6 +105,8 @@ class ModelStats {
   void RecordCacheMiss(uint64_t ns) { cache_miss_.Add(ns); }
   // Marks the version as caching (before the first request).
   void EnableCacheStats() { response_cache_.store(true, std::memory_order_relaxed); }
+  // Adaptive batching publishes its choice (the inferd_batch_target_size gauge).
+  void SetBatchTarget(int64_t rows) { batch_target_.store(rows, std::memory_order_relaxed); }
   ModelStatsSnapshot Snapshot() const INFERD_EXCLUDES(batch_mu_);
 
   // Turns the histograms on: latency buckets from `options`, batch-size
@@ -124,6 +129,7 @@ class ModelStats {
   std::atomic<uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<uint64_t> fail_rejected_{0}, fail_cancelled_{0}, fail_backend_{0}, fail_other_{0};
   std::atomic<int64_t> pending_{0};
+  std::atomic<int64_t> batch_target_{0};
   AtomicHistogram request_hist_, queue_hist_, compute_infer_hist_, batch_size_hist_;
   mutable Mutex batch_mu_;
   std::map<uint64_t, BatchStat> batch_stats_ INFERD_GUARDED_BY(batch_mu_);

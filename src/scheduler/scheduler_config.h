@@ -29,6 +29,9 @@ struct DynamicBatchingConfig {
   std::vector<int64_t> preferred_batch_sizes;  // ascending
   uint64_t max_queue_delay_us = 0;
   bool preserve_ordering = false;
+  // Adaptive batching (scheduler/adaptive_batching.h): batch sizes chosen
+  // from measured execution times; preferred sizes unused.
+  bool adaptive = false;
   uint64_t priority_levels = 0;  // 0: one level
   uint64_t default_priority_level = 0;
   QueuePolicy default_policy;

@@ -91,7 +91,9 @@ class PythonFaultTest(ServerTestCase):
                            'string_value: "2" } }')
         python_model(repo, "py_batch", BATCH_PROBE, [("DELAY", "TYPE_FP32", [1])],
                      [("INFO", "TYPE_STRING", [1])], max_batch_size=8,
-                     extra="dynamic_batching { max_queue_delay_microseconds: 200000 }")
+                     extra="dynamic_batching { max_queue_delay_microseconds: 200000 }\n"
+                     # Classic batching: the three requests wait for one another.
+                     'parameters { key: "batching" value { string_value: "fixed" } }')
         python_model(repo, "py_two", BATCH_PROBE, [("DELAY", "TYPE_FP32", [1])],
                      [("INFO", "TYPE_STRING", [1])], max_batch_size=8,
                      extra="instance_group [ { count: 2 kind: KIND_CPU } ]")

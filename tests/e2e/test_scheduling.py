@@ -54,7 +54,9 @@ class SchedulingTest(ServerTestCase):
     def build_repository(cls, root):
         repo = os.path.join(root, "models")
         write_model(repo, "batched", delay_config(
-            "batched", 20, extra="dynamic_batching { max_queue_delay_microseconds: 5000 }"))
+            "batched", 20, extra="dynamic_batching { max_queue_delay_microseconds: 5000 }\n"
+            # Classic batching (test_adaptive_batching.py covers the adaptive kind).
+            'parameters { key: "batching" value { string_value: "fixed" } }'))
         write_model(repo, "unbatched", delay_config("unbatched", 0, max_batch_size=8))
         write_model(repo, "simple_batched", add_sub_config(
             "simple_batched", "TYPE_INT32",

@@ -35,8 +35,9 @@ TEST(ModelConfigTest, ParsesAndNormalisesTritonConfig) {
   EXPECT_EQ(c->instance_group(0).kind(), inference::ModelInstanceGroup::KIND_CPU);
   EXPECT_EQ(c->instance_group(0).count(), 1);
   EXPECT_EQ(c->instance_group(0).name(), "simple");
-  ASSERT_EQ(c->dynamic_batching().preferred_batch_size_size(), 1);
-  EXPECT_EQ(c->dynamic_batching().preferred_batch_size(0), 8);
+  // No preferred sizes: adaptive batching, shown in the parameters.
+  EXPECT_EQ(c->dynamic_batching().preferred_batch_size_size(), 0);
+  EXPECT_EQ(c->parameters().at("batching").string_value(), "adaptive");
   EXPECT_TRUE(c->optimization().input_pinned_memory().enable());
   ModelSpec spec = SpecFromConfig(*c);
   EXPECT_EQ(spec.max_batch_size, 8);

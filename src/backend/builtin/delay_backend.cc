@@ -8,8 +8,13 @@
 // there is none) the sleep is scaled by Amdahl's law, (1-p) + p/t. The
 // backend declares INFERD_BACKEND_CAP_CPU_THREAD_HINT, so a delay model with
 // no instance count gets the automatic layout (scheduler/instance_layout.h).
+//
+// `execute_delay_batch_exponent` e (default 0) scales the sleep by rows^e
+// (rows: the execution's batch size): 1.0 costs like a CPU (no gain from
+// batching), 0.3 like a GPU (time grows sub-linearly with the batch).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -26,6 +31,8 @@ struct DelayModel {
   std::string input, output;
   int64_t delay_ms = 0;
   double parallel_fraction = 0;
+  double batch_exponent = 0;  // execute_delay_batch_exponent
+  bool batched = false;       // requests carry a batch dimension
 
   explicit DelayModel(const InferdModelInfo& info) {
     if (info.input_count != 1 || info.output_count != 1 ||
@@ -43,11 +50,23 @@ struct DelayModel {
             "parameter 'execute_delay_parallel_fraction' must be a number from 0 to 1");
       }
     }
+    batched = info.max_batch_size > 0;
+    if (const char* v = FindParameter(info, "execute_delay_batch_exponent"); v && *v) {
+      char* end = nullptr;
+      batch_exponent = std::strtod(v, &end);
+      if (*end != '\0' || !(batch_exponent >= 0 && batch_exponent <= 4)) {
+        ThrowInvalidArgument(
+            "parameter 'execute_delay_batch_exponent' must be a number from 0 to 4");
+      }
+    }
   }
-  // The sleep for an execution given `threads` CPU threads (Amdahl's law).
-  std::chrono::microseconds Delay(int threads) const {
+  // The sleep for an execution of `rows` rows given `threads` CPU threads
+  // (Amdahl's law).
+  std::chrono::microseconds Delay(int threads, int64_t rows) const {
     const double scale = (1 - parallel_fraction) + parallel_fraction / std::max(1, threads);
-    return std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000 * scale));
+    const double batch = std::pow(static_cast<double>(std::max<int64_t>(1, rows)), batch_exponent);
+    return std::chrono::microseconds(
+        static_cast<int64_t>(static_cast<double>(delay_ms) * 1000 * scale * batch));
   }
 };
 
@@ -57,7 +76,16 @@ struct DelayInstance {
   DelayInstance(DelayModel& m, const InferdInstanceInfo&) : model(m) {}
 
   void Execute(InferdRequest* const* requests, uint32_t n) {
-    if (model.delay_ms > 0) std::this_thread::sleep_for(model.Delay(CpuThreadsHint(requests, n)));
+    if (model.delay_ms > 0) {
+      int64_t rows = model.batched ? 0 : n;
+      if (model.batched && model.batch_exponent != 0) {
+        ForEachRequest(requests, n, [&](const Request& r) {
+          InferdTensor in{};
+          if (r.FindInput(model.input.c_str(), &in) && in.dims_count > 0) rows += in.shape[0];
+        });
+      }
+      std::this_thread::sleep_for(model.Delay(CpuThreadsHint(requests, n), rows));
+    }
     ForEachRequest(requests, n, [&](const Request& r) {
       InferdTensor in{};
       if (!r.FindInput(model.input.c_str(), &in)) {
