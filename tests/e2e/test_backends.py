@@ -322,7 +322,7 @@ class BackendsTest(ServerTestCase):
         log = "\n".join(self.server.log())
         self.assertIn("model 'resnet18_optimized' instance 'resnet18_optimized_0_0': frozen and "
                       "optimized for inference\n", log + "\n")
-        self.assertIn("model 'resnet18' instance 'resnet18_0_0': frozen and optimized for "
+        self.assertIn("model 'resnet18' instance 'resnet18_0': frozen and optimized for "
                       "inference (the default on CPU)", log)
         self.assertNotIn("model 'resnet18_as_saved' instance", log)
 
