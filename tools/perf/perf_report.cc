@@ -89,12 +89,7 @@ void ReportJson(const Options& o, const std::vector<LevelResult>& results) {
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);
   w.StartObject();
-  w.Key("model");
-  w.String(o.model.c_str());
-  w.Key("protocol");
-  w.String(o.protocol.c_str());
-  w.Key("batch_size");
-  w.Int(o.batch);
+  RunJson(w, o);
   w.Key("results");
   w.StartArray();
   for (const auto& r : results) {

@@ -22,6 +22,19 @@ struct LevelResult {
   ServerMetrics metrics;  // --collect-metrics; metrics.scrapes == 0 otherwise
 };
 
+// What was measured (model, protocol, client batch size): the first fields
+// of every JSON report, inside an object the caller opened. W: a rapidjson
+// writer (a template, so this header needs no rapidjson).
+template <class W>
+void RunJson(W& w, const Options& o) {
+  w.Key("model");
+  w.String(o.model.c_str());
+  w.Key("protocol");
+  w.String(o.protocol.c_str());
+  w.Key("batch_size");
+  w.Int(o.batch);
+}
+
 // Writes every report the options ask for: JSON (--json) or text on stdout,
 // a CSV (-f), a plot (--plot). Failures of gnuplot are reported on stderr.
 void Report(const Options& o, const std::vector<LevelResult>& results);

@@ -29,14 +29,19 @@ void Num(JsonWriter& w, const char* key, double v) {
   w.Double(std::round(v * 100) / 100);
 }
 
-void PointJson(JsonWriter& w, const SearchPoint& p) {
-  w.StartObject();
+// A point's fields, inside an object the caller opened.
+void PointFields(JsonWriter& w, const SearchPoint& p) {
   w.Key("config");
   w.Uint64(p.candidate);
   w.Key("concurrency");
   w.Int(p.concurrency);
   Num(w, "throughput_infer_per_sec", p.throughput);
   Num(w, "latency_us", p.latency_us);
+}
+
+void PointJson(JsonWriter& w, const SearchPoint& p) {
+  w.StartObject();
+  PointFields(w, p);
   w.EndObject();
 }
 
@@ -84,12 +89,7 @@ void ReportJson(const Options& o, const SearchOutcome& s) {
   rapidjson::StringBuffer buf;
   JsonWriter w(buf);
   w.StartObject();
-  w.Key("model");
-  w.String(o.model.c_str());
-  w.Key("protocol");
-  w.String(o.protocol.c_str());
-  w.Key("batch_size");
-  w.Int(o.batch);
+  RunJson(w, o);
   w.Key("latency");
   w.String(s.latency_name.c_str());
   Num(w, "latency_threshold_ms", s.bound_us / 1000);
@@ -105,12 +105,7 @@ void ReportJson(const Options& o, const SearchOutcome& s) {
   if (s.winner) {
     const SearchPoint& p = s.points[*s.winner];
     w.StartObject();
-    w.Key("config");
-    w.Uint64(p.candidate);
-    w.Key("concurrency");
-    w.Int(p.concurrency);
-    Num(w, "throughput_infer_per_sec", p.throughput);
-    Num(w, "latency_us", p.latency_us);
+    PointFields(w, p);
     if (s.config_search) {
       const std::string text = ConfigText(s.config_json, s.candidates[p.candidate].settings);
       w.Key("config_pbtxt");
