@@ -6,8 +6,6 @@ what must hold (batching happened, errors are the right ones), never speed."""
 
 import json
 import os
-import socket
-import struct
 import threading
 import time
 import unittest
