@@ -84,6 +84,7 @@ test-asan: deps models
 	cmake -S . -B $(ASAN_DIR) -G Ninja $(SANITIZER_BUILD) -DINFERD_SANITIZE=ON
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp \
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS) -E $(ASAN_SKIP)
 
 # libFuzzer targets (clang, ASan+UBSan), each run for FUZZ_SECONDS from its
