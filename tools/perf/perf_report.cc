@@ -116,12 +116,7 @@ void ReportJson(const Options& o, const std::vector<LevelResult>& results) {
     num("server_compute_infer_us", r.infer_us);
     num("server_compute_output_us", r.output_us);
     num("server_avg_batch", r.batch);
-    w.Key("requests");
-    w.Uint64(r.client.requests);
-    w.Key("errors");
-    w.Uint64(r.client.errors);
-    w.Key("stable");
-    w.Bool(r.stable);
+    LevelCountsJson(w, r);
     if (o.collect_metrics) MetricsJson(w, r.metrics);
     w.EndObject();
   }

@@ -35,6 +35,18 @@ void RunJson(W& w, const Options& o) {
   w.Int(o.batch);
 }
 
+// A level's request and error counts and whether its windows were stable,
+// inside the level's object (every JSON report has them).
+template <class W>
+void LevelCountsJson(W& w, const LevelResult& r) {
+  w.Key("requests");
+  w.Uint64(r.client.requests);
+  w.Key("errors");
+  w.Uint64(r.client.errors);
+  w.Key("stable");
+  w.Bool(r.stable);
+}
+
 // Writes every report the options ask for: JSON (--json) or text on stdout,
 // a CSV (-f), a plot (--plot). Failures of gnuplot are reported on stderr.
 void Report(const Options& o, const std::vector<LevelResult>& results);

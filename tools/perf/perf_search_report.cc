@@ -73,12 +73,7 @@ void CandidateJson(JsonWriter& w, size_t id, const SearchCandidate& c, const Opt
     Num(w, "latency_p99_us", r.client.p99_us);
     Num(w, "latency_us", o.percentile > 0 ? r.client.pct_us : r.client.p99_us);
     Num(w, "server_avg_batch", r.batch);
-    w.Key("requests");
-    w.Uint64(r.client.requests);
-    w.Key("errors");
-    w.Uint64(r.client.errors);
-    w.Key("stable");
-    w.Bool(r.stable);
+    LevelCountsJson(w, r);
     w.EndObject();
   }
   w.EndArray();
