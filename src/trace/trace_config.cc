@@ -342,6 +342,11 @@ StatusOr<TraceConfig> BuildTraceConfig(const TraceFlags& flags, const EnvLookup&
           "trace level TENSORS is not exported in opentelemetry mode (TIMESTAMPS only)");
     }
   }
+  if (cfg.mode == TraceMode::kTriton && cfg.level != kTraceLevelOff && cfg.file.empty()) {
+    cfg.warnings.emplace_back(
+        "tracing is on but no trace file is given (--trace-config triton,file=<path>): nothing "
+        "is traced");
+  }
   if (cfg.bsp_max_export_batch_size > cfg.bsp_max_queue_size) {
     cfg.warnings.emplace_back(
         "bsp_max_export_batch_size is larger than bsp_max_queue_size; using "
