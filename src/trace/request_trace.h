@@ -98,10 +98,22 @@ struct TraceGroup {
 // Where complete groups go. Collect may be called from any thread,
 // concurrently, and should not block for long (it runs on a request's
 // thread).
+// What a collector has done so far (metrics; monotonic counts).
+struct TraceCollectorStats {
+  uint64_t traces = 0;           // groups written (file) or turned into spans
+  uint64_t spans_exported = 0;   // OpenTelemetry: accepted by the collector
+  uint64_t spans_dropped = 0;    // OpenTelemetry: lost (queue full, refused, failed)
+  uint64_t export_failures = 0;  // OpenTelemetry: batches given up
+};
+
 class TraceCollector {
  public:
   virtual ~TraceCollector() = default;
   virtual void Collect(TraceGroup group) = 0;
+  virtual TraceCollectorStats stats() const { return {}; }
+  // Shutdown, after the last request: ends files, sends queued spans
+  // (bounded). Idempotent.
+  virtual void Close() {}
 };
 
 uint64_t SteadyNowNs();

@@ -114,8 +114,7 @@ Status BatchDefaultsFromEnvironment(const EnvLookup& env, TraceConfig& cfg) {
   };
   for (const Var& var : {Var{"OTEL_BSP_MAX_QUEUE_SIZE", &cfg.bsp_max_queue_size},
                          Var{"OTEL_BSP_SCHEDULE_DELAY", &cfg.bsp_schedule_delay_ms},
-                         Var{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", &cfg.bsp_max_export_batch_size},
-                         Var{"OTEL_BSP_EXPORT_TIMEOUT", &cfg.bsp_export_timeout_ms}}) {
+                         Var{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", &cfg.bsp_max_export_batch_size}}) {
     const char* v = env(var.name);
     if (v == nullptr || *v == '\0') continue;
     auto n = ParseUint32(v);

@@ -312,6 +312,12 @@ void TraceFileWriter::Close() {
   }
 }
 
+TraceCollectorStats TraceFileWriter::stats() const {
+  TraceCollectorStats s;
+  s.traces = traces_written();
+  return s;
+}
+
 uint64_t TraceFileWriter::traces_written() const {
   MutexLock lock(mu_);
   return written_;

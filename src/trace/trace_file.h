@@ -61,7 +61,8 @@ class TraceFileWriter : public TraceCollector {
 
   void Collect(TraceGroup group) override;
   // Ends the files: the `]` of `file`, the last `file.<i>`. Idempotent.
-  void Close();
+  void Close() override;
+  TraceCollectorStats stats() const override;
 
   uint64_t traces_written() const;
 

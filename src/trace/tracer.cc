@@ -95,6 +95,7 @@ std::shared_ptr<RequestTrace> Tracer::Sample(std::string_view model,
     level = scope->values.level;
     log_frequency = scope->values.log_frequency;
   }
+  sampled_.fetch_add(1, std::memory_order_relaxed);
   return std::make_shared<RequestTrace>(NextTraceId(), level, log_frequency, std::string(model),
                                         collector_, std::move(propagated));
 }

@@ -88,6 +88,16 @@ class Tracer {
   // Triton mode, no trace file in Triton mode).
   Status Update(const std::string& model, const TraceSettingUpdate& update);
 
+  // Requests sampled so far, and what the collector made of them (metrics).
+  uint64_t sampled() const { return sampled_.load(std::memory_order_relaxed); }
+  TraceCollectorStats collector_stats() const {
+    return collector_ ? collector_->stats() : TraceCollectorStats{};
+  }
+  // Shutdown, once no request is in flight: the collector's Close.
+  void Close() {
+    if (collector_) collector_->Close();
+  }
+
   const TraceConfig& config() const { return config_; }
   TraceMode mode() const { return config_.mode; }
 
@@ -125,6 +135,7 @@ class Tracer {
   std::map<std::string, std::unique_ptr<Scope>, std::less<>> models_;
   std::atomic<bool> has_models_{false};
   std::atomic<bool> active_{false};
+  std::atomic<uint64_t> sampled_{0};
 };
 
 }  // namespace inferd::trace
