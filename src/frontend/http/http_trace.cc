@@ -29,15 +29,14 @@ StatusOr<std::vector<trace::TraceSettingInput>> UpdateInput(const HttpRequest& r
       continue;
     }
     std::vector<std::string> values;
-    if (m.value.IsString()) {
-      values.emplace_back(m.value.GetString(), m.value.GetStringLength());
-    } else if (m.value.IsArray() && key == "trace_level") {
+    if (key == "trace_level") {
+      if (!m.value.IsArray()) return InvalidArgument("'trace_level' must be an array of strings");
       for (const auto& v : m.value.GetArray()) {
         if (!v.IsString()) return InvalidArgument("'trace_level' must be an array of strings");
         values.emplace_back(v.GetString(), v.GetStringLength());
       }
-    } else if (key == "trace_level") {
-      return InvalidArgument("'trace_level' must be an array of strings");
+    } else if (m.value.IsString()) {
+      values.emplace_back(m.value.GetString(), m.value.GetStringLength());
     } else if (key == "trace_rate" || key == "trace_count" || key == "log_frequency") {
       return InvalidArgument("'" + key + "' must be a string, e.g. \"" + key + "\": \"1\"");
     } else {
