@@ -30,8 +30,7 @@ std::shared_ptr<TraceCollector> OpenTelemetryCollector(const TraceConfig& config
 
 }  // namespace
 
-std::shared_ptr<Tracer> MakeServerTracer(const TraceConfig& config,
-                                         std::string_view service_name) {
+std::shared_ptr<Tracer> MakeServerTracer(const TraceConfig& config, std::string_view service_name) {
   std::shared_ptr<TraceCollector> collector;
   if (config.mode == TraceMode::kOpenTelemetry) {
     collector = OpenTelemetryCollector(config, service_name);

@@ -20,7 +20,6 @@
 
 namespace inferd::trace {
 
-std::shared_ptr<Tracer> MakeServerTracer(const TraceConfig& config,
-                                         std::string_view service_name);
+std::shared_ptr<Tracer> MakeServerTracer(const TraceConfig& config, std::string_view service_name);
 
 }  // namespace inferd::trace

@@ -88,8 +88,8 @@ class Builder {
   void Root() {
     const Stamps stamps = Sorted(group_.root);
     const bool remote = group_.propagated.has_value();
-    Span& s = NewSpan("InferRequest", root_span_, remote ? group_.propagated->span_id : SpanId{},
-                      remote);
+    Span& s =
+        NewSpan("InferRequest", root_span_, remote ? group_.propagated->span_id : SpanId{}, remote);
     if (stamps.sorted.empty()) return;
     s.start_unix_ns = Wall(stamps.sorted.front().ns);
     s.end_unix_ns = Wall(stamps.sorted.back().ns);

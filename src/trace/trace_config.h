@@ -77,8 +77,8 @@ using EnvLookup = std::function<const char*(const char* name)>;
 
 // The settings `flags` give, with defaults from the environment where a
 // flag does not set them: OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_SCHEDULE_DELAY,
-// OTEL_BSP_MAX_EXPORT_BATCH_SIZE, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME. Errors carry Triton's texts, e.g. `Bad option: "--trace-config
-// rate".` followed by the reason.
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME. Errors carry
+// Triton's texts, e.g. `Bad option: "--trace-config rate".` followed by the reason.
 StatusOr<TraceConfig> BuildTraceConfig(const TraceFlags& flags, const EnvLookup& env);
 
 // One `--trace-config` argument split into (mode, setting, value); mode is

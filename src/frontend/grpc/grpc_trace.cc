@@ -62,7 +62,8 @@ std::shared_ptr<trace::RequestTrace> SampleGrpcRequest(
       if (value.value().empty()) {
         input.emplace_back(key, std::nullopt);
       } else {
-        input.emplace_back(key, std::vector<std::string>(value.value().begin(), value.value().end()));
+        input.emplace_back(key,
+                           std::vector<std::string>(value.value().begin(), value.value().end()));
       }
     }
     auto update = trace::ParseTraceSettingUpdate(input);

@@ -339,7 +339,7 @@ class StreamInferReactor final
   StreamRegistry& registry_;
   const bool error_ends_stream_;
   const std::optional<trace::TraceContext> trace_context_;  // the stream's W3C context
-  std::shared_ptr<StreamInferReactor> self_;  // gRPC's reference, dropped in OnDone
+  std::shared_ptr<StreamInferReactor> self_;                // gRPC's reference, dropped in OnDone
 
   std::mutex mu_;
   std::shared_ptr<ModelInferRequest> reading_;  // target of the outstanding read
