@@ -4,11 +4,11 @@
 #include <sstream>
 
 #include "metrics/cache_metrics.h"
-#include "metrics/trace_metrics.h"
 #include "metrics/layout_metrics.h"
 #include "metrics/model_metrics.h"
 #include "metrics/repository_metrics.h"
 #include "metrics/residency_metrics.h"
+#include "metrics/trace_metrics.h"
 
 namespace inferd::metrics {
 namespace {

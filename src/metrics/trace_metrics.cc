@@ -21,8 +21,7 @@ std::vector<MetricFamily> TraceFamilies(uint64_t sampled, const trace::TraceColl
       Counter("inferd_trace_traces_completed_total",
               "Traces completed and written to the trace file or turned into spans", s.traces),
       Counter("inferd_trace_spans_exported_total",
-              "Spans the OpenTelemetry collector accepted (opentelemetry mode)",
-              s.spans_exported),
+              "Spans the OpenTelemetry collector accepted (opentelemetry mode)", s.spans_exported),
       Counter("inferd_trace_spans_dropped_total",
               "Spans lost: exporter queue full, refused or failed exports, shutdown "
               "(opentelemetry mode)",
