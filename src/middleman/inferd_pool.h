@@ -132,7 +132,8 @@ struct CallOptions {
   // Becomes true when the caller no longer wants the answer; may be null.
   std::shared_ptr<const std::atomic<bool>> cancelled;
   // The span the call is made in (the caller's SERVER span); null: untraced.
-  std::shared_ptr<TraceSpan> trace;
+  // (Initialised: designated initialisers may leave it out.)
+  std::shared_ptr<TraceSpan> trace = nullptr;
 };
 
 class InferdPool {
