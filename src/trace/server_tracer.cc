@@ -1,9 +1,7 @@
 #include "trace/server_tracer.h"
 
-#include <cstdlib>
-
+#include "trace/otlp_config.h"
 #include "trace/otlp_exporter.h"
-#include "trace/otlp_options.h"
 #include "trace/span_builder.h"
 #include "trace/trace_file.h"
 
@@ -12,15 +10,7 @@ namespace {
 
 std::shared_ptr<TraceCollector> OpenTelemetryCollector(const TraceConfig& config,
                                                        std::string_view service_name) {
-  OtlpExporterOptions o =
-      OtlpOptionsFromEnvironment(service_name, [](const char* n) { return std::getenv(n); });
-  if (config.url != kDefaultOtlpTracesUrl) o.url = config.url;  // the flag wins over the env
-  for (const auto& [key, value] : config.resource) o.SetResource(key, value);
-  o.scope_name = std::string(service_name);
-  o.max_queue_size = config.bsp_max_queue_size;
-  o.schedule_delay = std::chrono::milliseconds(config.bsp_schedule_delay_ms);
-  o.max_export_batch_size = config.bsp_max_export_batch_size;
-  auto exporter = std::make_shared<OtlpExporter>(std::move(o));
+  auto exporter = std::make_shared<OtlpExporter>(OtlpOptionsFromTraceConfig(config, service_name));
   SpanCollector::ExporterHooks hooks;
   hooks.exported = [e = exporter.get()] { return e->exported(); };
   hooks.failed_exports = [e = exporter.get()] { return e->failed_exports(); };

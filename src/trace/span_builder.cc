@@ -42,11 +42,11 @@ class Builder {
       : group_(g), offset_(offset_ns), ids_(ids) {
     if (g.propagated) {
       trace_id_ = g.propagated->trace_id;
-      trace_flags_ = g.propagated->flags;
+      trace_flags_ = g.propagated->flags | 0x01;  // the caller's, sampled: we record it
       trace_state_ = g.propagated->trace_state;
     } else {
       trace_id_ = ids.trace_id();
-      trace_flags_ = 0x01;  // sampled
+      trace_flags_ = 0x03;  // sampled, random (NewTraceId's low 7 bytes are random)
     }
   }
 

@@ -82,7 +82,7 @@ TEST(SpanBuilderTest, MinimalTraceIsThreeSpans) {
   for (const Span* s : {&root, &model, &compute}) {
     EXPECT_EQ(s->trace_id[15], 0xaa);
     EXPECT_EQ(s->kind, SpanKind::kServer);
-    EXPECT_EQ(s->flags & 0xff, 1u);  // sampled
+    EXPECT_EQ(s->flags & 0xff, 3u);  // sampled, random
   }
   EXPECT_EQ(root.parent_span_id, SpanId{});
   EXPECT_EQ(model.parent_span_id, root.span_id);
