@@ -502,5 +502,172 @@ class TraceRestrictedTest(ServerTestCase):
             self.assertEqual(list(resp.settings["trace_level"].value), ["OFF"])
 
 
+class MetricsGrpcServer(harness.MetricsListener, GrpcServer):
+    """inferd with gRPC and the metrics listener."""
+
+
+CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CLIENT_SPAN = "00f067aa0ba902b7"
+
+
+@unittest.skipIf(grpc is None, "python3-grpcio is not installed")
+class TraceOpenTelemetryTest(ServerTestCase):
+    """inferd alone in OpenTelemetry mode, rate 0: only requests carrying a W3C context are
+    traced; their spans (PROTOCOL-NEXT §6.6) reach a real OTLP/HTTP receiver process."""
+
+    SERVER_CLASS = MetricsGrpcServer
+    receiver = None
+
+    @classmethod
+    def build_repository(cls, root):
+        return trace_repository(root)
+
+    @classmethod
+    def start_server(cls):
+        import otlp_util
+        cls.receiver = otlp_util.OtlpReceiver(os.path.join(cls.tmp, "otlp-gen")).start()
+        args = []
+        for setting in ("mode=opentelemetry", "level=TIMESTAMPS", "rate=0",
+                        "opentelemetry,url=" + cls.receiver.url,
+                        "opentelemetry,resource=deployment.environment=test"):
+            args += ["--trace-config", setting]
+        return cls.SERVER_CLASS(cls.repos, args, env={"OTEL_BSP_SCHEDULE_DELAY": "50"}).start()
+
+    @classmethod
+    def open_clients(cls):
+        super().open_clients()
+        cls.pb, _ = generate_messages(os.path.join(cls.tmp, "gen"))
+        cls.channel = grpc.insecure_channel("127.0.0.1:%d" % cls.server.grpc_port)
+
+    @classmethod
+    def close_clients(cls):
+        if getattr(cls, "channel", None) is not None:
+            cls.channel.close()
+        if cls.receiver is not None:
+            cls.receiver.stop()
+
+    def spans_of(self, trace_id, count):
+        spans = self.receiver.wait_for(
+            lambda spans: len([s for s in spans if s["trace_id"] == trace_id]) >= count,
+            what="%d spans of trace %s" % (count, trace_id))
+        return [s for s in spans if s["trace_id"] == trace_id]
+
+    def check_model_span(self, span, model, parent, request_id=None):
+        self.assertEqual(span["name"], model)
+        self.assertEqual(span["parent_span_id"], parent["span_id"])
+        self.assertEqual(span["kind_name"], "SPAN_KIND_SERVER")
+        attrs = span["attributes"]
+        self.assertEqual(attrs["triton.model_name"], model)
+        self.assertEqual(attrs["triton.model_version"], 1)
+        self.assertIn("triton.trace_id", attrs)
+        self.assertIn("triton.trace_parent_id", attrs)
+        if request_id:
+            self.assertEqual(attrs["triton.request_id"], request_id)
+        names = [e["name"] for e in span["events"]]
+        self.assertEqual(names, ["REQUEST_START", "QUEUE_START", "REQUEST_END"])
+        self.assertLessEqual(parent["start_ns"], span["start_ns"])
+        self.assertLessEqual(span["end_ns"], parent["end_ns"])
+
+    def check_compute(self, tree, model_span):
+        (compute,) = tree.kids(model_span, "compute")
+        self.assertEqual([e["name"] for e in compute["events"]],
+                         ["COMPUTE_START", "COMPUTE_INPUT_END", "COMPUTE_OUTPUT_START",
+                          "COMPUTE_END"])
+        self.assertLessEqual(model_span["start_ns"], compute["start_ns"])
+        self.assertLessEqual(compute["start_ns"], compute["end_ns"])
+        self.assertLessEqual(compute["end_ns"], model_span["end_ns"])
+
+    def test_http_with_context(self):
+        import otlp_util
+        headers = {"traceparent": "00-%s-%s-01" % (CLIENT_TRACE, CLIENT_SPAN),
+                   "tracestate": "vendor=opaque"}
+        self.assertOk(self.client.infer("simple", simple_request("otel-http"), headers=headers))
+        spans = self.spans_of(CLIENT_TRACE, 3)
+        self.assertEqual(len(spans), 3, otlp_util.describe(spans))
+        tree = otlp_util.SpanTree(spans)
+        (root,) = tree.roots()
+        self.assertEqual(root["name"], "InferRequest")
+        self.assertEqual(root["parent_span_id"], CLIENT_SPAN)
+        self.assertEqual([e["name"] for e in root["events"]],
+                         ["HTTP_RECV_START", "HTTP_RECV_END", "HTTP_SEND_START", "HTTP_SEND_END"])
+        (model,) = tree.kids(root)
+        self.check_model_span(model, "simple", root, "otel-http")
+        self.check_compute(tree, model)
+        for span in spans:
+            self.assertEqual(span["trace_state"], "vendor=opaque")
+            self.assertEqual(span["resource"]["service.name"], "inferd")
+            self.assertEqual(span["resource"]["deployment.environment"], "test")
+
+    def test_grpc_ensemble_with_context(self):
+        import otlp_util
+        trace_id = "0af7651916cd43dd8448eb211c80319c"
+        pb = self.pb
+        req = pb.ModelInferRequest(model_name="pipeline", id="otel-grpc")
+        for name in ("A", "B"):
+            req.inputs.add(name=name, datatype="INT32", shape=[1, 16])
+            req.raw_input_contents.append(struct.pack("<16i", *range(16)))
+        rpc = self.channel.unary_unary("/inference.GRPCInferenceService/ModelInfer",
+                                       request_serializer=lambda m: m.SerializeToString(),
+                                       response_deserializer=pb.ModelInferResponse.FromString)
+        rpc(req, timeout=20, metadata=(("traceparent", "00-%s-b7ad6b7169203331-01" % trace_id),))
+        # InferRequest, pipeline, two steps and their compute spans.
+        spans = self.spans_of(trace_id, 6)
+        tree = otlp_util.SpanTree(spans)
+        (root,) = tree.roots()
+        self.assertEqual(root["parent_span_id"], "b7ad6b7169203331")
+        self.assertEqual([e["name"] for e in root["events"]],
+                         ["GRPC_WAITREAD_START", "GRPC_WAITREAD_END", "GRPC_SEND_START",
+                          "GRPC_SEND_END"])
+        (pipeline,) = tree.kids(root)
+        self.check_model_span(pipeline, "pipeline", root, "otel-grpc")
+        self.assertEqual(tree.kids(pipeline, "compute"), [])
+        steps = tree.kids(pipeline, "simple")
+        self.assertEqual(len(steps), 2, otlp_util.describe(spans))
+        for step in steps:
+            self.check_model_span(step, "simple", pipeline, "otel-grpc")
+            self.assertEqual(step["attributes"]["triton.trace_parent_id"],
+                             pipeline["attributes"]["triton.trace_id"])
+            self.check_compute(tree, step)
+        self.assertLessEqual(steps[0]["end_ns"], steps[1]["start_ns"])
+
+    def test_rate_zero_traces_only_propagated_requests(self):
+        before = len(self.receiver.spans())
+        for i in range(5):
+            self.assertOk(self.client.infer("simple", simple_request("untraced-%d" % i)))
+        # An invalid traceparent (upper-case hex) starts no trace either: it is not a context.
+        bad = {"traceparent": "00-%s-%s-01" % (CLIENT_TRACE.upper(), CLIENT_SPAN)}
+        self.assertOk(self.client.infer("simple", simple_request("untraced-bad"), headers=bad))
+        metrics = self.server.metrics_client()
+        harness.wait_until(lambda: "inferd_trace_spans_exported_total" in
+                           metrics.get("/metrics").body.decode(), 5, 0.1)
+        time.sleep(0.5)  # several schedule delays
+        ids = {s["attributes"].get("triton.request_id") for s in self.receiver.spans()[before:]}
+        self.assertFalse({i for i in ids if i and i.startswith("untraced")}, ids)
+
+    def test_settings_and_metrics(self):
+        got = self.client.get("/v2/trace/setting").json()
+        self.assertEqual(got["trace_mode"], "opentelemetry")
+        self.assertEqual(got["trace_rate"], "0")
+        self.assertEqual(got["url"], self.receiver.url)
+        self.assertIn("deployment.environment=test", got["resource"])
+        self.assertEqual(got["bsp_schedule_delay"], "50")
+        self.assertNotIn("trace_file", got)
+        self.assertNotIn("log_frequency", got)
+        headers = {"traceparent": "00-%s-%s-01" % ("1" * 32, CLIENT_SPAN)}
+        self.assertOk(self.client.infer("simple", simple_request(), headers=headers))
+        self.spans_of("1" * 32, 3)
+        metrics = self.server.metrics_client()
+
+        def value(name):
+            for line in metrics.get("/metrics").body.decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+            return None
+        self.assertTrue(harness.wait_until(
+            lambda: (value("inferd_trace_spans_exported_total") or 0) >= 3, 10, 0.1))
+        self.assertGreaterEqual(value("inferd_trace_requests_sampled_total"), 1)
+        self.assertEqual(value("inferd_trace_spans_dropped_total"), 0)
+
+
 if __name__ == "__main__":
     unittest.main()
