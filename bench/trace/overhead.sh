@@ -95,7 +95,14 @@ $(cut -d' ' -f1-3 /proc/loadavg)).
 | --- | --- | --- | --- | --- | --- |
 $TABLE
 
-The trace file grew to $TRACE_MB MB over the run (nearly all of it at rate 1). Off, a request pays one relaxed atomic load at the
-front end and a null pointer in the request (docs/tracing.md); at rate 1000 one request in a
-thousand also allocates its trace, takes ~15 timestamps and appends ~1 KB to the file.
+The trace file grew to $TRACE_MB MB over the run (nearly all of it at rate 1). Read the "median of
+round / off" column: each round measures the settings back to back, so their ratio within a round
+is what the machine's drifting load disturbs least; single windows still swing by ±10 % here
+(other work shares the two cores), so differences of a few per cent are noise — the instruction
+counts below are the precise comparison. Off, a request pays one relaxed atomic load at the front
+end, a null \`shared_ptr\` in the request and a clock read for \`HTTP_RECV_START\`
+(docs/tracing.md); at rate 1000 one request in a thousand also allocates its trace, takes ~15
+timestamps and appends ~1 KB to the file (written and flushed as the trace completes). At rate 1
+every request does: about a quarter fewer requests per second, mostly the file (a \`write\` per
+request) and the trace's allocations.
 DOC
