@@ -9,6 +9,7 @@
 #include "repository/rate_limit_config.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
+#include "scheduler/schedule_log.h"
 #include "scheduler/sequence_scheduler.h"
 
 namespace inferd {
@@ -198,7 +199,12 @@ std::optional<LayoutState> ModelVersion::layout() const {
 
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
-  if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
+  if (cache_) {
+    // A hit consumes the request: its id is kept for the log (when verbose).
+    const std::string id = LogEnabled(LogLevel::kVerbose, 1) ? request->id : std::string();
+    if (cache_->Serve(request, sink)) return LogCacheAnswer(spec_.name, version_, id);
+  }
+  LogEnqueued(spec_.name, version_, *request);
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->sink = std::move(sink);

@@ -34,7 +34,7 @@ struct CommandLine {
   // not given), combined into server.response_cache_bytes.
   std::vector<std::string> cache_config;
   int64_t response_cache_byte_size = -1;
-  LogSettings log;  // --log-verbose, --log-info, --log-warning, --log-error (core/log.h)
+  LogSettings log;  // --log-verbose, -info, -warning, -error, -format, -file (core/log.h)
   bool help = false;
 };
 

@@ -87,7 +87,8 @@ std::vector<std::string> InferenceServer::Extensions() const {
           "binary_tensor_data",
           "parameters",
           "statistics",
-          "classification"};
+          "classification",
+          "logging"};
 }
 
 Status InferenceServer::Start() {

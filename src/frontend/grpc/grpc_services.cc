@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "core/request_log.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/infer_call.h"
 #include "frontend/grpc/restricted_grpc.h"
@@ -176,6 +177,7 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
     if (auto v = ParseModelVersion(request->model_version()); v.ok()) {
       if (Status m = server_.CheckModel(request->model_name(), *v); !m.ok()) s = m;
     }
+    LogRefusedRequest("grpc", "gRPC", request->model_name(), s);
     return FinishNow(ctx, s);
   }
   // One response per call: a decoupled model is refused (Triton's text).
@@ -184,7 +186,8 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
   auto call = InferCall::Create(response);
   call->set_shm_outputs(std::move(decoded->shm_outputs));
   decoded->request->cancel_flag = InferCall::CancelFlag(call);
-  server_.Infer(std::move(decoded->request), InferCall::MakeSink(call));
+  auto sink = LogDecodedRequest("grpc", "gRPC", *decoded->request, InferCall::MakeSink(call));
+  server_.Infer(std::move(decoded->request), std::move(sink));
   if (auto* done = call->FinishIfCompleted(ctx)) return done;
   return call.get();
 }
@@ -365,13 +368,6 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
                                                            inference::TraceSettingResponse*) {
   if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kTrace)) return denied;
   return NotServed(ctx, "the trace extension (TraceSetting)");
-}
-
-::grpc::ServerUnaryReactor* InferenceService::LogSettings(Ctx* ctx,
-                                                          const inference::LogSettingsRequest*,
-                                                          inference::LogSettingsResponse*) {
-  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kLogging)) return denied;
-  return NotServed(ctx, "the logging extension (LogSettings)");
 }
 
 // ---- HealthService -------------------------------------------------------------

@@ -5,6 +5,7 @@
 
 #include "core/base64.h"
 #include "core/log.h"
+#include "core/request_log.h"
 #include "core/sanitize.h"
 #include "core/version_string.h"
 #include "frontend/http/compression.h"
@@ -115,6 +116,8 @@ const HttpApi::Route HttpApi::kRoutes[] = {
     {"GET", "/v2/cudasharedmemory[/region/{region}]/status", &HttpApi::CudaShmStatus},
     {"POST", "/v2/cudasharedmemory[/region/{region}]/register", &HttpApi::CudaShmRegister},
     {"POST", "/v2/cudasharedmemory[/region/{region}]/unregister", &HttpApi::CudaShmUnregister},
+    {"GET", "/v2/logging", &HttpApi::Logging},
+    {"POST", "/v2/logging", &HttpApi::Logging},
 };
 
 HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
@@ -126,8 +129,8 @@ HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
 }
 
 void HttpApi::Handle(HttpRequest req, const std::shared_ptr<HttpResponder>& responder) {
-  INFERD_VLOG(2) << "HTTP " << EscapeControl(Bounded(req.method)) << " "
-                 << EscapeControl(Bounded(req.path));
+  INFERD_VLOG_CTX(2, "http") << "HTTP " << EscapeControl(Bounded(req.method)) << " "
+                             << EscapeControl(Bounded(req.path));
   if (!options_.restricted.empty()) {
     if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
       Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
@@ -217,7 +220,10 @@ void HttpApi::ModelInfer(const HttpRequest& req, const PathParams& p, const Resp
 
 void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int64_t version,
                           std::shared_ptr<HttpResponder> responder) {
-  auto fail = [&](const Status& s) { responder->Send(FromStatus(s)); };
+  auto fail = [&](const Status& s) {
+    LogRefusedRequest("http", "HTTP", model, s);
+    responder->Send(FromStatus(s));
+  };
   // An unknown model is reported as such, whatever the body holds.
   if (Status m = server_.CheckModel(model, version); !m.ok()) return fail(m);
   std::shared_ptr<std::string> body = req.body;
@@ -264,9 +270,10 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
       "HTTP end point doesn't support models with decoupled transaction policy";
   const std::string* accept = req.Header("Accept-Encoding");
   const Encoding encoding = accept ? ChooseEncoding(*accept) : Encoding::kIdentity;
-  server_.Infer(std::move(decoded->request),
-                std::make_unique<HttpInferSink>(std::move(responder), std::move(decoded->encoding),
-                                                encoding));
+  auto sink = LogDecodedRequest("http", "HTTP", *decoded->request,
+                                std::make_unique<HttpInferSink>(
+                                    std::move(responder), std::move(decoded->encoding), encoding));
+  server_.Infer(std::move(decoded->request), std::move(sink));
 }
 
 // ---- repository extension (through the control plane) ------------------------------

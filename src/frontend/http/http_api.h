@@ -74,6 +74,8 @@ class HttpApi {
   void CudaShmRegister(const HttpRequest&, const PathParams&,
                        const Responder&);  // http_cuda_shm.cc
   void CudaShmUnregister(const HttpRequest&, const PathParams&, const Responder&);
+  // Logging extension, GET and POST (http_logging.cc).
+  void Logging(const HttpRequest&, const PathParams&, const Responder&);
 
   void HandleInfer(const HttpRequest& req, const std::string& model, int64_t version,
                    std::shared_ptr<HttpResponder> responder);
