@@ -10,6 +10,7 @@
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
+#include "trace/trace_file.h"
 
 namespace inferd {
 namespace {
@@ -199,6 +200,12 @@ std::optional<LayoutState> ModelVersion::layout() const {
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
   if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
+  if (request->trace) {
+    request->trace->Stamp(trace::activity::kQueueStart);
+    if (request->trace->tensors()) {
+      trace::TraceInputs(*request->trace, trace::activity::kTensorQueueInput, *request);
+    }
+  }
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->sink = std::move(sink);
