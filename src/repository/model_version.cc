@@ -11,6 +11,7 @@
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/schedule_log.h"
 #include "scheduler/sequence_scheduler.h"
+#include "trace/trace_file.h"
 
 namespace inferd {
 namespace {
@@ -205,6 +206,12 @@ void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
     if (cache_->Serve(request, sink)) return LogCacheAnswer(spec_.name, version_, id);
   }
   LogEnqueued(spec_.name, version_, *request);
+  if (request->trace) {
+    request->trace->Stamp(trace::activity::kQueueStart);
+    if (request->trace->tensors()) {
+      trace::TraceInputs(*request->trace, trace::activity::kTensorQueueInput, *request);
+    }
+  }
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->sink = std::move(sink);

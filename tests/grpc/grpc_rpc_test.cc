@@ -376,19 +376,6 @@ TEST_F(GrpcRpcTest, ModelStatistics) {
       HasError(stub().ModelStatistics(&bad_ctx, req, &r), StatusCode::INVALID_ARGUMENT, "version"));
 }
 
-TEST_F(GrpcRpcTest, NotYetServedRpcsAreUnimplemented) {
-  auto expect = [](const grpc::Status& s, const char* what) {
-    EXPECT_TRUE(HasError(s, StatusCode::UNIMPLEMENTED, "not supported")) << what;
-  };
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    inference::TraceSettingResponse r;
-    expect(stub().TraceSetting(&ctx, {}, &r), "TraceSetting");
-  }
-  ExpectStillServing();
-}
-
 // The logging extension (tests/e2e/test_logging_api.py has the rest): an
 // empty request changes nothing and answers all six keys, typed.
 TEST_F(GrpcRpcTest, LogSettingsAnswersEveryKey) {
@@ -407,6 +394,18 @@ TEST_F(GrpcRpcTest, LogSettingsAnswersEveryKey) {
     EXPECT_EQ(r.settings().at(key).parameter_choice_case(), kind) << key;
   }
   EXPECT_EQ(r.settings().at("log_format").string_param(), "default");
+}
+
+// The trace extension is served (tests/e2e/test_trace.py has the rest).
+TEST_F(GrpcRpcTest, TraceSettingAnswersTheSettings) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  inference::TraceSettingResponse r;
+  ASSERT_TRUE(stub().TraceSetting(&ctx, {}, &r).ok());
+  ASSERT_EQ(r.settings().count("trace_level"), 1u);
+  EXPECT_EQ(r.settings().at("trace_level").value(0), "OFF");
+  EXPECT_EQ(r.settings().at("trace_rate").value(0), "1000");
+  EXPECT_EQ(r.settings().at("trace_mode").value(0), "triton");
 }
 
 TEST_F(GrpcRpcTest, UnknownMethodAndGarbageBytes) {
