@@ -210,6 +210,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"http-body-timeout-secs", Integer(cl.http.body_timeout_secs, 1, 86400)},
       {"http-max-connections", Integer(cl.http.max_connections, 1, 1 << 20)},
       {"http-max-json-depth", Integer(cl.http_max_json_depth, 1, 10000)},
+      {"status-page", Boolean(cl.status_page)},
       {"http-max-header-size", Integer(cl.http.max_header_bytes, 1024, int64_t{1} << 30)},
       {"http-max-chunks", Integer(cl.http.max_chunks, 1, int64_t{1} << 40)},
       {"max-request-inputs", Integer(s.request_limits.max_inputs, 1, int64_t{1} << 30)},
@@ -387,6 +388,8 @@ HTTP
   --http-server-key=<path>       PEM private key for HTTPS
   --http-root-cert=<path>        PEM CA certificate(s) that sign client certificates
   --http-use-ssl-mutual=<bool>   require a client certificate signed by --http-root-cert (default false)
+  --status-page=<bool>           serve the status page at GET / and its JSON at GET /inferd/status
+                                 (default true; docs/status_page.md)
 
 gRPC
   --allow-grpc=<bool>            serve KServe v2 gRPC (default true)
