@@ -29,8 +29,8 @@ Loaded Load() {
   if (handle == nullptr) {
     const char* why = ::dlerror();
     l.error = std::string(
-                  "cannot load libcurl (package libcurl4), which s3:// repositories "
-                  "need: ") +
+                  "cannot load libcurl (package libcurl4), which s3:// repositories and "
+                  "OTLP trace export need: ") +
               (why != nullptr ? why : "dlopen failed");
     return l;
   }

@@ -1,10 +1,10 @@
-// CurlLibrary: libcurl, loaded with dlopen when the first s3:// request is
-// made instead of linked. inferd with local repositories only (most
+// CurlLibrary: libcurl, loaded with dlopen when the first s3:// request (or
+// OTLP trace export) is made instead of linked. inferd with local repositories only (most
 // servers, and the GPU bundle, bench/gpu/bundle.sh) then never maps libcurl
 // and the twenty libraries it needs (Kerberos, LDAP, GnuTLS through
 // librtmp, libssh2, ...), and does not need them installed.
 //
-// Only http_transfer.cc uses it; the functions are libcurl's own, called
+// Only http_transfer.cc and trace/otlp_transport.cc use it; the functions are libcurl's own, called
 // through pointers (curl_easy_setopt and curl_easy_getinfo are variadic
 // there too, so the calls pass the same arguments).
 //

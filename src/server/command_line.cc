@@ -4,9 +4,11 @@
 
 #include <charconv>
 #include <climits>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "metrics/model_metrics.h"
 #include "repository/residency_policy.h"
@@ -60,6 +62,14 @@ Setter Integer(T& target, int64_t min, int64_t max) {
 }
 
 Setter String(std::string& target) {
+  return [&target](const std::string&, const std::string& v) {
+    target = v;
+    return Status::Ok();
+  };
+}
+
+// A flag whose value is parsed later (with others): kept as given.
+Setter Optional(std::optional<std::string>& target) {
   return [&target](const std::string&, const std::string& v) {
     target = v;
     return Status::Ok();
@@ -178,6 +188,16 @@ void AddResidencyFlags(ServerOptions& s, std::map<std::string, Setter>& table) {
   table.emplace("model-residency-evict-explicit", Boolean(s.model_residency_evict_explicit));
 }
 
+// Tracing's flags (docs/tracing.md), parsed together in CheckAndDerive.
+void AddTraceFlags(trace::TraceFlags& t, std::map<std::string, Setter>& table) {
+  table.emplace("trace-config", Append(t.config));
+  table.emplace("trace-level", Append(t.level));
+  table.emplace("trace-rate", Optional(t.rate));
+  table.emplace("trace-count", Optional(t.count));
+  table.emplace("trace-file", Optional(t.file));
+  table.emplace("trace-log-frequency", Optional(t.log_frequency));
+}
+
 // Every flag (without "--") and where it goes in `cl`, which must outlive
 // the table.
 std::map<std::string, Setter> FlagTable(CommandLine& cl) {
@@ -260,6 +280,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"log-error", Boolean(cl.log.error)},
   };
   AddResidencyFlags(s, table);
+  AddTraceFlags(cl.trace_flags, table);
   return table;
 }
 
@@ -319,6 +340,9 @@ Status CheckAndDerive(CommandLine& cl) {
   auto cache_bytes = ResponseCacheCapacity(cl.cache_config, cl.response_cache_byte_size);
   if (!cache_bytes.ok()) return cache_bytes.status();
   cl.server.response_cache_bytes = *cache_bytes;
+  auto trace = trace::BuildTraceConfig(cl.trace_flags, [](const char* n) { return getenv(n); });
+  if (!trace.ok()) return trace.status();
+  cl.trace = std::move(*trace);
   return Status::Ok();
 }
 
@@ -461,6 +485,20 @@ Rate limiter (docs/rate_limiter.md)
                                  copies of a resource, on every device or on one (repeatable;
                                  the device is ignored for global resources; default: the
                                  largest count a loaded instance asks for)
+
+Tracing (docs/tracing.md)
+  --trace-config=[<mode>,]<setting>=<value>
+                                 (repeatable) global: level=OFF|TIMESTAMPS|TENSORS
+                                 (repeatable), rate=<n> (trace every n-th request, default
+                                 1000), count=<n> (traces to collect, -1 = no limit),
+                                 mode=triton|opentelemetry; triton,file=<path>,
+                                 triton,log-frequency=<n> (a file.<i> every n traces; 0: one
+                                 file at exit); opentelemetry,url=<OTLP/HTTP url>,
+                                 opentelemetry,resource=<key>=<value>,
+                                 opentelemetry,bsp_max_queue_size|bsp_schedule_delay|
+                                 bsp_max_export_batch_size=<n>
+  --trace-file, --trace-level, --trace-rate, --trace-count, --trace-log-frequency
+                                 deprecated (Triton's) forms; --trace-config wins
 
 Logging (stderr; docs: README.md)
   --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model

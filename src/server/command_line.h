@@ -13,6 +13,7 @@
 #include "frontend/http/http_server.h"
 #include "frontend/restricted_api.h"
 #include "server/inference_server.h"
+#include "trace/trace_config.h"
 
 namespace inferd {
 
@@ -36,6 +37,10 @@ struct CommandLine {
   std::vector<std::string> cache_config;
   int64_t response_cache_byte_size = -1;
   LogSettings log;  // --log-verbose, --log-info, --log-warning, --log-error (core/log.h)
+  // --trace-config and the deprecated --trace-* flags as given, and the
+  // settings they make (trace/trace_config.h; trace.warnings to be logged).
+  trace::TraceFlags trace_flags;
+  trace::TraceConfig trace;
   bool help = false;
 };
 

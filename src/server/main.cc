@@ -216,6 +216,7 @@ bool RepositoriesUsable(const CommandLine& cl) {
 // The exit code.
 int Serve(const CommandLine& cl) {
   if (!RepositoriesUsable(cl)) return 1;
+  for (const auto& w : cl.trace.warnings) INFERD_LOG(Warning) << w;
   const sigset_t signals = BlockShutdownSignals();
   InferenceServer server(cl.server, BackendRegistry::WithBuiltins(cl.server.backend_directory));
   LogStartupSettings(cl, server);

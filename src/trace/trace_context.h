@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trace/span.h"
 
@@ -33,9 +34,18 @@ struct TraceContext {
 std::optional<TraceContext> ParseTraceparent(std::string_view value);
 
 // The tracestate header value(s) (several fields joined with ',') with
-// invalid members and duplicate keys dropped, at most 32 members; "" when
-// nothing valid remains.
+// invalid members and duplicate keys (all but the left-most) dropped; ""
+// when nothing valid remains or more than 32 valid members (an invalid
+// header, discarded whole as the W3C conformance tests expect).
 std::string ParseTraceState(std::string_view value);
+
+// The context of a request from all its `traceparent` and `tracestate`
+// header fields (or gRPC metadata entries), in arrival order: none or two
+// or more traceparents, or an invalid one → nullopt (start a new trace;
+// tracestate discarded); the tracestate fields are joined with ',' and
+// parsed as above.
+std::optional<TraceContext> ExtractTraceContext(const std::vector<std::string_view>& traceparents,
+                                                const std::vector<std::string_view>& tracestates);
 
 // "00-<32 hex>-<16 hex>-<2 hex>", lower case.
 std::string FormatTraceparent(const TraceId& trace_id, const SpanId& span_id, uint8_t flags);

@@ -21,6 +21,8 @@ import unittest
 import urllib.parse
 import urllib.request
 
+import yaml
+
 from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, MetricsServer, Server, ServerTestCase, add_sub_config, http_request_bytes,
                      model_config, raw_connect, wait_until, write_model)
 
@@ -429,6 +431,20 @@ class MetricsTest(MetricsServerTestCase):
             for t in panel.get("targets", []):
                 exprs.append(t["expr"])
         self.assertGreaterEqual(len(exprs), 15)
+        # Panels drawing a recording rule use the metrics of its definition (and of the rules
+        # that one reads); every rule a panel names must be defined.
+        with open(os.path.join(DEPLOY, "prometheus", "inferd.rules.yml")) as f:
+            recorded = {r["record"]: r["expr"] for g in yaml.safe_load(f)["groups"]
+                        for r in g["rules"]}
+        rule_name = re.compile(r"\b[a-z_]+:[a-zA-Z0-9_:]+")
+        while any(rule_name.search(e) for e in exprs):
+            expanded = []
+            for e in exprs:
+                for name in rule_name.findall(e):
+                    self.assertIn(name, recorded, "the dashboard names an unrecorded rule")
+                    expanded.append(recorded[name])
+                expanded.append(rule_name.sub(" ", e))
+            exprs = expanded
         used = set()
         for e in exprs:
             used |= metric_names_in(e)

@@ -244,5 +244,20 @@ TEST(CommandLineTest, RateLimitFlags) {
   }
 }
 
+TEST(CommandLineTest, TraceFlags) {
+  auto cl = ParseCommandLine({"--model-repository=/m", "--trace-config", "level=TIMESTAMPS",
+                              "--trace-config=rate=1", "--trace-config=triton,file=/tmp/t.json",
+                              "--trace-count=5", "--trace-log-frequency", "2"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->trace.level, trace::kTraceLevelTimestamps);
+  EXPECT_EQ(cl->trace.rate, 1u);
+  EXPECT_EQ(cl->trace.count, 5);
+  EXPECT_EQ(cl->trace.file, "/tmp/t.json");
+  EXPECT_EQ(cl->trace.log_frequency, 2u);
+  auto bad = ParseCommandLine({"--model-repository=/m", "--trace-config=rate"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--trace-config option format"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace inferd
