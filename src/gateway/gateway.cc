@@ -7,6 +7,7 @@ namespace inferd::gateway {
 
 using inference::GRPCInferenceService;
 using middleman::CallOptions;
+using middleman::Tracer;
 using Async = middleman::InferdStub::async_interface;
 
 // gateway.proto's service on gRPC's callback API: one reactor per call,
@@ -21,15 +22,27 @@ class Gateway::GrpcService : public ::inferd_gateway::v1::Gateway::CallbackServi
     auto* reactor = new Reactor();
     CallOptions call;
     call.cancelled = reactor->cancelled;
+    if (Tracer* tracer = gateway_.service_.tracer()) {
+      call.trace =
+          tracer->StartServerSpan("inferd_gateway.v1.Gateway/Classify", context->client_metadata());
+    }
+    if (call.trace) {
+      call.trace->SetAttribute("rpc.system", std::string("grpc"));
+      call.trace->SetAttribute("rpc.service", std::string("inferd_gateway.v1.Gateway"));
+      call.trace->SetAttribute("rpc.method", std::string("Classify"));
+      call.trace->SetAttribute("gateway.pipeline", request->pipeline());
+    }
     const auto deadline = context->deadline();
     if (deadline < std::chrono::system_clock::now() + std::chrono::hours(24 * 365)) {
       call.deadline = deadline;
     }
     const uint32_t k = request->top_k() == 0 ? gateway_.options_.default_top_k : request->top_k();
     if (k > gateway_.options_.max_top_k) {
-      reactor->Finish(::grpc::Status(
+      ::grpc::Status invalid(
           ::grpc::StatusCode::INVALID_ARGUMENT,
-          "top_k must be between 1 and " + std::to_string(gateway_.options_.max_top_k)));
+          "top_k must be between 1 and " + std::to_string(gateway_.options_.max_top_k));
+      EndSpan(call.trace, invalid);
+      reactor->Finish(invalid);
       return reactor;
     }
     // The request message lives until Finish, which comes after the last
@@ -38,7 +51,8 @@ class Gateway::GrpcService : public ::inferd_gateway::v1::Gateway::CallbackServi
     const auto start = std::chrono::steady_clock::now();
     gateway_.Classify(
         request->pipeline(), std::move(image), k, call,
-        [this, reactor, response, start](const Status& s, ClassifyResult result) {
+        [this, reactor, response, start, span = call.trace](const Status& s,
+                                                            ClassifyResult result) {
           auto& metrics = gateway_.service_.metrics();
           metrics
               .counter("gateway_grpc_requests_total",
@@ -59,12 +73,35 @@ class Gateway::GrpcService : public ::inferd_gateway::v1::Gateway::CallbackServi
               out->set_index(c.index);
             }
           }
-          reactor->Finish(middleman::ToGrpc(s));
+          ::grpc::Status status = middleman::ToGrpc(s);
+          EndSpan(span, status);
+          reactor->Finish(status);
         });
     return reactor;
   }
 
  private:
+  // The SERVER span ends with the call's gRPC status (an error for the
+  // codes that are the server's fault, as OpenTelemetry's gRPC conventions).
+  static void EndSpan(const std::shared_ptr<middleman::TraceSpan>& span,
+                      const ::grpc::Status& status) {
+    if (!span) return;
+    span->SetAttribute("rpc.grpc.status_code", static_cast<int64_t>(status.error_code()));
+    switch (status.error_code()) {
+      case ::grpc::StatusCode::UNKNOWN:
+      case ::grpc::StatusCode::DEADLINE_EXCEEDED:
+      case ::grpc::StatusCode::UNIMPLEMENTED:
+      case ::grpc::StatusCode::INTERNAL:
+      case ::grpc::StatusCode::UNAVAILABLE:
+      case ::grpc::StatusCode::DATA_LOSS:
+        span->SetError(status.error_message());
+        break;
+      default:
+        break;
+    }
+    span->End();
+  }
+
   class Reactor : public ::grpc::ServerUnaryReactor {
    public:
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
@@ -111,6 +148,8 @@ void Gateway::HandleHttp(middleman::Request request, middleman::Responder respon
   }
   CallOptions call;
   call.cancelled = request.http.cancelled;
+  call.trace = request.trace;
+  if (call.trace) call.trace->SetAttribute("gateway.pipeline", request.params[0]);
   auto image = std::shared_ptr<const std::string>(request.http.body);
   Classify(request.params[0], std::move(image), k, call,
            [responder = std::move(responder)](const Status& s, const ClassifyResult& result) {

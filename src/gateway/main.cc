@@ -6,7 +6,9 @@
 #include <string>
 
 #include "gateway/gateway.h"
+#include "gateway/trace_setup.h"
 #include "inferd/client/routing.h"
+#include "trace/otlp_exporter.h"
 
 namespace {
 
@@ -39,7 +41,11 @@ constexpr char kUsage[] =
     "  --inferd-key FILE      its private key\n"
     "  --inferd-server-name N name inferd's certificate must carry (default: the URL's host)\n"
     "  --inferd-header 'NAME: VALUE'  metadata with every call to inferd (repeatable;\n"
-    "                         a restricted protocol wants triton-grpc-protocol-<key>)\n";
+    "                         a restricted protocol wants triton-grpc-protocol-<key>)\n"
+    "Tracing (OpenTelemetry over OTLP/HTTP; W3C traceparent passed on to inferd):\n"
+    "  --trace-config S       inferd's grammar (repeatable): mode=opentelemetry,\n"
+    "                         level=TIMESTAMPS, rate=N, count=N, opentelemetry,url=URL,\n"
+    "                         opentelemetry,resource=K=V, opentelemetry,bsp_*=N\n";
 
 [[noreturn]] void Usage(const std::string& problem) {
   std::cerr << "infer-gateway: " << problem << "\n" << kUsage;
@@ -65,6 +71,7 @@ struct Flags {
   inferd::gateway::GatewayOptions gateway;
   std::string shm = "none";
   inferd::middleman::ShmPoolOptions shm_options;
+  inferd::trace::TraceFlags trace;
 };
 
 // Applies one of the flags for TLS and metadata to inferd; false if `flag`
@@ -122,6 +129,8 @@ bool ApplyFlag(const std::string& flag, const char* v, Flags& f) {
     f.service.http_threads = Int(flag, v, 1, 256);
   } else if (flag == "--compute-threads") {
     f.service.compute_threads = Int(flag, v, 1, 256);
+  } else if (flag == "--trace-config") {
+    f.trace.config.emplace_back(v);
   } else if (flag == "--default-top-k") {
     f.gateway.default_top_k = static_cast<uint32_t>(Int(flag, v, 1, 1000));
   } else {
@@ -175,7 +184,23 @@ int main(int argc, char** argv) {
   const middleman::ServiceOptions& so = f.service;
   const middleman::InferdPoolOptions& po = f.pool;
 
+  auto tracing = gateway::GatewayTraceSettingsFrom(
+      f.trace, [](const char* name) -> const char* { return std::getenv(name); });
+  if (!tracing.ok()) Usage(tracing.status().message());
+  for (const std::string& w : tracing->warnings)
+    std::cerr << "infer-gateway: warning: " << w << "\n";
+
   middleman::Service service(so);
+  // Shut down (the last spans sent, bounded by the export timeout) after
+  // the service has stopped answering; destroyed before it.
+  std::shared_ptr<trace::OtlpExporter> exporter;
+  std::unique_ptr<middleman::Tracer> tracer;
+  if (tracing->enabled) {
+    exporter = std::make_shared<trace::OtlpExporter>(tracing->exporter);
+    tracer = std::make_unique<middleman::Tracer>(tracing->sampling, exporter);
+    service.SetTracer(tracer.get());
+    middleman::ExposeExporterMetrics(service.metrics(), so.name, *exporter);
+  }
   middleman::InferdPool pool(po, &service.metrics());
   std::unique_ptr<middleman::ShmPool> shm_pool;
   if (f.shm == "system") {
@@ -201,6 +226,10 @@ int main(int argc, char** argv) {
     std::cerr << "infer-gateway: gRPC listening on " << so.grpc_address << ":"
               << service.grpc_port() << "\n";
   }
+  if (exporter) {
+    std::cerr << "infer-gateway: exporting spans to " << exporter->options().url << " as "
+              << exporter->options().ServiceName() << "\n";
+  }
   std::cerr << "infer-gateway: HTTP listening on " << so.http_address << ":" << service.http_port()
             << std::endl;
   const int sig = middleman::Service::WaitForShutdownSignal();
@@ -209,5 +238,7 @@ int main(int argc, char** argv) {
   // Calls still in flight (their clients left) end before the shared-memory
   // slots they may use go away with shm_pool.
   pool.Shutdown();
+  // The spans of the last requests, sent within the export timeout.
+  if (exporter) exporter->Shutdown();
   return 0;
 }

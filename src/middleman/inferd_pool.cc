@@ -161,6 +161,23 @@ void InferdPool::AddRoutingMetadata(::grpc::ClientContext& context, std::string_
     context.AddMetadata(client::kModelHeader, std::string(model));
 }
 
+void InferdPool::StartClientSpan(CallBase& call, const TraceSpan& parent,
+                                 std::string_view rpc) const {
+  const std::string service = "inference.GRPCInferenceService";
+  call.span = parent.StartChild(service + "/" + std::string(rpc.empty() ? "call" : rpc),
+                                trace::SpanKind::kClient);
+  call.span->SetAttribute("rpc.system", std::string("grpc"));
+  call.span->SetAttribute("rpc.service", service);
+  call.span->SetAttribute("rpc.method", std::string(rpc));
+  call.span->SetAttribute("server.address", options_.url);
+  // The client span is the parent inferd's spans name; the tracestate goes
+  // on unchanged.
+  call.context.AddMetadata("traceparent", call.span->traceparent());
+  if (!call.span->tracestate().empty()) {
+    call.context.AddMetadata("tracestate", call.span->tracestate());
+  }
+}
+
 void InferdPool::Begin(CallBase& call, const CallOptions& options) {
   call.context.set_deadline(options.deadline == std::chrono::system_clock::time_point{}
                                 ? std::chrono::system_clock::now() + options_.default_timeout
@@ -185,6 +202,11 @@ void InferdPool::End(CallBase& call, const ::grpc::Status& status) {
         ->histogram("middleman_inferd_call_duration_seconds",
                     "Time from starting a call to inferd to its answer")
         .Observe(seconds);
+  }
+  if (call.span) {
+    call.span->SetAttribute("rpc.grpc.status_code", static_cast<int64_t>(status.error_code()));
+    if (!status.ok()) call.span->SetError(status.error_message());
+    call.span->End();
   }
   std::lock_guard<std::mutex> lock(mu_);
   calls_.erase(call.pos);

@@ -31,6 +31,11 @@
 // xDS target (url "xds:///inferd", hosts from inferd-discovery) or Envoy
 // sends it to a host serving the model. Calls on NextStub() do not.
 //
+// Tracing: a Call whose options carry a `trace` span records a CLIENT span
+// for the call (child of that span, named after the RPC, with its gRPC
+// status) and sends `traceparent` (naming the client span) and the trace's
+// `tracestate` in its metadata, so that inferd's spans join the trace.
+//
 // Threading: Call may be called from any thread. Callbacks run on gRPC's
 // threads and must not block; post compute-bound work elsewhere
 // (Service::Compute). Shutdown (and the destructor) cancels calls in flight
@@ -56,6 +61,7 @@
 #include "grpc_service.grpc.pb.h"
 #include "inferd/client/routing.h"
 #include "middleman/metrics_registry.h"
+#include "middleman/tracing.h"
 
 namespace inferd::middleman {
 
@@ -110,11 +116,24 @@ std::string_view RoutingModel(const Request&) {
   return {};
 }
 
+// The RPC's method name, for its client span ("" for one not listed).
+inline std::string_view RpcName(const inference::ModelInferRequest&) { return "ModelInfer"; }
+inline std::string_view RpcName(const inference::ModelMetadataRequest&) { return "ModelMetadata"; }
+inline std::string_view RpcName(const inference::ModelReadyRequest&) { return "ModelReady"; }
+inline std::string_view RpcName(const inference::ServerReadyRequest&) { return "ServerReady"; }
+template <typename Request>
+std::string_view RpcName(const Request&) {
+  return {};
+}
+
 struct CallOptions {
   // Zero: now + the pool's default timeout.
   std::chrono::system_clock::time_point deadline{};
   // Becomes true when the caller no longer wants the answer; may be null.
   std::shared_ptr<const std::atomic<bool>> cancelled;
+  // The span the call is made in (the caller's SERVER span); null: untraced.
+  // (Initialised: designated initialisers may leave it out.)
+  std::shared_ptr<TraceSpan> trace = nullptr;
 };
 
 class InferdPool {
@@ -143,6 +162,7 @@ class InferdPool {
     call->done = std::move(done);
     InferdStub& stub = NextStub();
     AddRoutingMetadata(call->context, RoutingModel(call->request));
+    if (options.trace) StartClientSpan(*call, *options.trace, RpcName(call->request));
     Begin(*call, options);
     (stub.async()->*method)(&call->context, &call->request, &call->response,
                             [this, call](::grpc::Status status) {
@@ -165,6 +185,7 @@ class InferdPool {
     std::shared_ptr<const std::atomic<bool>> cancelled;
     std::chrono::steady_clock::time_point start;
     std::list<CallBase*>::iterator pos;
+    std::shared_ptr<TraceSpan> span;  // the call's CLIENT span, when traced
   };
   template <typename Request, typename Response>
   struct TypedCall : CallBase {
@@ -176,6 +197,8 @@ class InferdPool {
   // Adds `inferd-model: <model>` when the model has a name that can be
   // metadata and the options' metadata does not set the header.
   void AddRoutingMetadata(::grpc::ClientContext& context, std::string_view model) const;
+  // The call's CLIENT span under `parent`, and its W3C metadata.
+  void StartClientSpan(CallBase& call, const TraceSpan& parent, std::string_view rpc) const;
   void Begin(CallBase& call, const CallOptions& options);
   void End(CallBase& call, const ::grpc::Status& status);
   void Sweep();

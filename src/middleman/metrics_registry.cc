@@ -61,7 +61,18 @@ Histogram& MetricsRegistry::histogram(const std::string& name, const std::string
   return *slot;
 }
 
+void MetricsRegistry::AddRenderHook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(hooks_mu_);
+  hooks_.push_back(std::move(hook));
+}
+
 std::string MetricsRegistry::RenderText() const {
+  std::vector<std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(hooks_mu_);
+    hooks = hooks_;
+  }
+  for (const auto& hook : hooks) hook();
   std::vector<metrics::MetricFamily> out;
   {
     std::lock_guard<std::mutex> lock(mu_);

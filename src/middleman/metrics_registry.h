@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,8 @@ class Counter {
     while (!value_.compare_exchange_weak(cur, cur + v, std::memory_order_relaxed)) {
     }
   }
+  // For a series that mirrors a count kept elsewhere (read at each scrape).
+  void Set(double v) { value_.store(v, std::memory_order_relaxed); }
   double value() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -63,6 +66,11 @@ class MetricsRegistry {
                        metrics::Labels labels = {},
                        const std::vector<double>& bounds = LatencyBuckets());
 
+  // `hook` runs at the start of every RenderText (before any series is
+  // read), to refresh series that mirror state kept elsewhere; it may look
+  // series up and set them. Hooks are kept for the registry's life.
+  void AddRenderHook(std::function<void()> hook);
+
   // Every family, in the order of their first lookup.
   std::string RenderText() const;
 
@@ -75,6 +83,8 @@ class MetricsRegistry {
   };
   Family& family(const std::string& name, const std::string& help, metrics::MetricType type);
 
+  mutable std::mutex hooks_mu_;  // never held with mu_
+  std::vector<std::function<void()>> hooks_;
   mutable std::mutex mu_;
   std::vector<std::string> order_;
   std::map<std::string, Family> families_;

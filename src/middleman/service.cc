@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <boost/algorithm/string/predicate.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <iostream>
@@ -90,8 +91,10 @@ Status FromGrpc(const ::grpc::Status& status) {
 // Counts the answer of one request in the route's metrics.
 class MeteredResponder : public http::HttpResponder {
  public:
-  MeteredResponder(Responder inner, MetricsRegistry& metrics, std::string prefix, std::string route)
+  MeteredResponder(Responder inner, MetricsRegistry& metrics, std::string prefix, std::string route,
+                   std::shared_ptr<TraceSpan> span)
       : inner_(std::move(inner)),
+        span_(std::move(span)),
         metrics_(metrics),
         prefix_(std::move(prefix)),
         route_(std::move(route)),
@@ -102,7 +105,12 @@ class MeteredResponder : public http::HttpResponder {
     in_flight_.Add(1);
   }
   ~MeteredResponder() override {
-    if (!sent_) in_flight_.Add(-1);  // dropped without an answer
+    if (sent_) return;
+    in_flight_.Add(-1);  // dropped without an answer
+    if (span_) {
+      span_->SetError("no answer was sent");
+      span_->End();
+    }
   }
   void Send(http::HttpResponse response) override {
     if (sent_.exchange(true)) return;
@@ -117,11 +125,18 @@ class MeteredResponder : public http::HttpResponder {
         .histogram(prefix_ + "_http_request_duration_seconds",
                    "Time from reading an HTTP request to answering it", {{"route", route_}})
         .Observe(s);
+    if (span_) {
+      span_->SetAttribute("http.response.status_code", static_cast<int64_t>(response.status));
+      // A server span is an error for 5xx only: a 4xx is the client's.
+      if (response.status >= 500) span_->SetError("HTTP " + std::to_string(response.status));
+      span_->End();
+    }
     inner_->Send(std::move(response));
   }
 
  private:
   Responder inner_;
+  std::shared_ptr<TraceSpan> span_;
   MetricsRegistry& metrics_;
   std::string prefix_;
   std::string route_;
@@ -137,6 +152,7 @@ class Service::Impl {
     std::vector<std::string> segments;
     std::string name;
     Handler handler;
+    bool traced = true;  // the built-in endpoints are not
   };
 
   Impl(ServiceOptions options, MetricsRegistry& metrics)
@@ -159,9 +175,11 @@ class Service::Impl {
       if (!match) continue;
       path_matched = true;
       if (r.method != req.method) continue;
-      auto metered =
-          std::make_shared<MeteredResponder>(std::move(responder), metrics_, options_.name, r.name);
-      r.handler(Request{std::move(req), std::move(params)}, std::move(metered));
+      std::shared_ptr<TraceSpan> span;
+      if (tracer_ != nullptr && r.traced) span = StartSpan(r, req);
+      auto metered = std::make_shared<MeteredResponder>(std::move(responder), metrics_,
+                                                        options_.name, r.name, span);
+      r.handler(Request{std::move(req), std::move(params), std::move(span)}, std::move(metered));
       return;
     }
     if (path_matched) {
@@ -172,8 +190,24 @@ class Service::Impl {
     }
   }
 
+  std::shared_ptr<TraceSpan> StartSpan(const RouteEntry& r, const http::HttpRequest& req) {
+    std::vector<std::string_view> traceparents, tracestates;
+    for (const auto& [name, value] : req.headers) {
+      if (boost::iequals(name, "traceparent")) traceparents.emplace_back(value);
+      if (boost::iequals(name, "tracestate")) tracestates.emplace_back(value);
+    }
+    auto span = tracer_->StartServerSpan(r.method + " " + r.name, traceparents, tracestates);
+    if (span) {
+      span->SetAttribute("http.request.method", r.method);
+      span->SetAttribute("http.route", r.name);
+      span->SetAttribute("url.path", req.path);
+    }
+    return span;
+  }
+
   ServiceOptions options_;
   MetricsRegistry& metrics_;
+  Tracer* tracer_ = nullptr;
   std::vector<RouteEntry> routes_;
   std::vector<::grpc::Service*> grpc_services_;
   Readiness ready_ = [](const std::function<void(bool)>& answer) { answer(true); };
@@ -199,6 +233,7 @@ Service::Service(ServiceOptions options)
   Route("GET", "/metrics", [this](const Request&, const Responder& r) {
     r->Send(http::HttpResponse{200, metrics::kTextContentType, {}, metrics_.RenderText()});
   });
+  for (auto& r : impl_->routes_) r.traced = false;  // health checks and scrapes: no spans
 }
 
 Service::~Service() { Stop(std::chrono::milliseconds(0)); }
@@ -213,6 +248,10 @@ void Service::Route(std::string method, const std::string& pattern, Handler hand
 void Service::AddGrpcService(::grpc::Service* service) { impl_->grpc_services_.push_back(service); }
 
 void Service::SetReadiness(Readiness ready) { impl_->ready_ = std::move(ready); }
+
+void Service::SetTracer(Tracer* tracer) { impl_->tracer_ = tracer; }
+
+Tracer* Service::tracer() const { return impl_->tracer_; }
 
 void Service::Compute(std::function<void()> work) {
   boost::asio::post(impl_->compute_, std::move(work));

@@ -9,6 +9,13 @@
 //     readiness callback decides) and GET /metrics (Prometheus text), with
 //     per-route request counts, latencies and requests in flight.
 //
+// Tracing (SetTracer): each request on a route the service registered
+// (not the built-in endpoints) gets a SERVER span named "<METHOD> <route>",
+// continuing the caller's `traceparent` when it sent one, in
+// Request::trace (null when not traced; pass it on in CallOptions::trace);
+// it ends when the response is sent, with its HTTP status. gRPC handlers
+// start theirs with tracer()->StartServerSpan.
+//
 // Handlers get the request and a responder; they must not block: start
 // asynchronous work (InferdPool calls, Compute) and answer from its
 // completion, on any thread, exactly once. The request's `cancelled` flag
@@ -31,6 +38,7 @@
 #include "core/status.h"
 #include "frontend/http/http_types.h"
 #include "middleman/metrics_registry.h"
+#include "middleman/tracing.h"
 
 namespace inferd::middleman {
 
@@ -48,7 +56,8 @@ struct ServiceOptions {
 
 struct Request {
   http::HttpRequest http;
-  std::vector<std::string> params;  // the "{}" segments of the route, percent-decoded
+  std::vector<std::string> params;   // the "{}" segments of the route, percent-decoded
+  std::shared_ptr<TraceSpan> trace;  // the request's SERVER span; null: not traced
 
   // Query parameter `key`, percent-decoded, into *value; false if absent.
   bool Query(std::string_view key, std::string* value) const;
@@ -82,6 +91,9 @@ class Service {
   // from any thread (it may ask inferd first). Default: always ready.
   using Readiness = std::function<void(std::function<void(bool)>)>;
   void SetReadiness(Readiness ready);
+  // Not owned; must outlive the service. Null (the default): no tracing.
+  void SetTracer(Tracer* tracer);
+  Tracer* tracer() const;
 
   MetricsRegistry& metrics() { return metrics_; }
   // Runs `work` on the compute pool.

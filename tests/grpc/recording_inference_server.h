@@ -1,6 +1,7 @@
 // RecordingInferenceServer: a fake KServe v2 gRPC service on loopback that
 // answers a few calls trivially and records, per call, the method and the
-// values of the `inferd-model` metadata it arrived with. Tests of the
+// values of the `inferd-model`, `traceparent` and `tracestate` metadata it
+// arrived with. Tests of the
 // clients' routing header (libinferclient, the middleman's InferdPool) use
 // it instead of a real inferd.
 #pragma once
@@ -22,6 +23,8 @@ class RecordingInferenceServer final : public inference::GRPCInferenceService::S
   struct Call {
     std::string method;
     std::vector<std::string> model_headers;  // every inferd-model value, in order
+    std::vector<std::string> traceparents;   // W3C trace context metadata, in order
+    std::vector<std::string> tracestates;
   };
 
   RecordingInferenceServer() {
@@ -101,10 +104,16 @@ class RecordingInferenceServer final : public inference::GRPCInferenceService::S
 
  private:
   void Record(std::string method, ::grpc::ServerContext* ctx) {
-    Call call{std::move(method), {}};
-    const auto range = ctx->client_metadata().equal_range("inferd-model");
-    for (auto it = range.first; it != range.second; ++it)
-      call.model_headers.emplace_back(it->second.data(), it->second.size());
+    Call call;
+    call.method = std::move(method);
+    auto values = [ctx](const char* key, std::vector<std::string>& out) {
+      const auto range = ctx->client_metadata().equal_range(key);
+      for (auto it = range.first; it != range.second; ++it)
+        out.emplace_back(it->second.data(), it->second.size());
+    };
+    values("inferd-model", call.model_headers);
+    values("traceparent", call.traceparents);
+    values("tracestate", call.tracestates);
     std::lock_guard<std::mutex> lock(mu_);
     calls_.push_back(std::move(call));
   }

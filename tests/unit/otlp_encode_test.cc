@@ -8,6 +8,7 @@
 #include <map>
 
 #include "otlp_trace_service.pb.h"
+#include "trace/otlp_config.h"
 #include "trace/otlp_options.h"
 #include "trace/trace_context.h"
 
@@ -160,6 +161,39 @@ TEST(OtlpOptions, KeyValueList) {
   EXPECT_EQ(kv[0], (std::pair<std::string, std::string>{"a", "1"}));
   EXPECT_EQ(kv[1], (std::pair<std::string, std::string>{"b", "x,y"}));
   EXPECT_EQ(kv[2], (std::pair<std::string, std::string>{"c", ""}));
+}
+
+TEST(OtlpOptions, FromTraceConfig) {
+  TraceConfig cfg;  // as --trace-config leaves it without OpenTelemetry flags
+  cfg.resource = {{"service.name", "inferd"}};
+  OtlpExporterOptions gateway = OtlpOptionsFromTraceConfig(cfg, "infer-gateway", FakeEnv({}));
+  EXPECT_EQ(gateway.ServiceName(), "infer-gateway");  // TraceConfig's default is not a choice
+  EXPECT_EQ(gateway.url, kDefaultOtlpTracesUrl);
+
+  cfg.url = "http://127.0.0.1:9/v1/traces";
+  cfg.resource = {{"service.name", "edge"}, {"deployment.environment", "test"}};
+  cfg.bsp_max_queue_size = 100;
+  cfg.bsp_max_export_batch_size = 10;
+  cfg.bsp_schedule_delay_ms = 200;
+  OtlpExporterOptions o = OtlpOptionsFromTraceConfig(
+      cfg, "infer-gateway", FakeEnv({{"OTEL_EXPORTER_OTLP_TIMEOUT", "1500"}}));
+  EXPECT_EQ(o.url, "http://127.0.0.1:9/v1/traces");
+  EXPECT_EQ(o.ServiceName(), "edge");
+  EXPECT_EQ(o.resource.size(), 2u);
+  EXPECT_EQ(o.max_queue_size, 100u);
+  EXPECT_EQ(o.max_export_batch_size, 10u);
+  EXPECT_EQ(o.schedule_delay.count(), 200);
+  EXPECT_EQ(o.export_timeout.count(), 1500);
+
+  // The environment's endpoint stands when the flags leave the url alone;
+  // a service named "inferd" by the environment stays so.
+  cfg = TraceConfig();
+  cfg.resource = {{"service.name", "inferd"}};
+  o = OtlpOptionsFromTraceConfig(
+      cfg, "infer-gateway",
+      FakeEnv({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"}, {"OTEL_SERVICE_NAME", "inferd"}}));
+  EXPECT_EQ(o.url, "http://c:4318/v1/traces");
+  EXPECT_EQ(o.ServiceName(), "inferd");
 }
 
 }  // namespace
