@@ -28,6 +28,10 @@
 
 namespace inferd {
 
+namespace trace {
+class RequestTrace;  // trace/request_trace.h
+}
+
 struct InferInput {
   std::string name;
   DataType datatype = DataType::kInvalid;
@@ -75,6 +79,11 @@ class InferRequest {
   // queued; one already executing runs to the end.
   std::shared_ptr<std::atomic<bool>> cancel_flag;
   bool IsCancelled() const { return cancel_flag && cancel_flag->load(std::memory_order_relaxed); }
+
+  // The request's trace when it was sampled (trace/tracer.h), else null:
+  // whoever handles the request stamps it (REQUEST_START, QUEUE_START,
+  // COMPUTE_*); the request holds it until released.
+  std::shared_ptr<trace::RequestTrace> trace;
 
   // Keeps `bytes` alive for as long as the request lives; input views may
   // point into it.

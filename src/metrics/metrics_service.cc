@@ -8,6 +8,7 @@
 #include "metrics/model_metrics.h"
 #include "metrics/repository_metrics.h"
 #include "metrics/residency_metrics.h"
+#include "metrics/trace_metrics.h"
 
 namespace inferd::metrics {
 namespace {
@@ -97,6 +98,10 @@ std::string MetricsService::Render() const {
   std::vector<MetricFamily> families = ModelFamilies(versions, server_.ModelLoadFailures());
   for (auto& f : RepositoryFamilies(server_.RepositoryFetches())) families.push_back(std::move(f));
   for (auto& f : LayoutFamilies(versions)) families.push_back(std::move(f));
+  const trace::Tracer& tracer = server_.tracer();
+  for (auto& f : TraceFamilies(tracer.sampled(), tracer.collector_stats())) {
+    families.push_back(std::move(f));
+  }
   if (const ResponseCache* cache = server_.response_cache()) {
     for (auto& f : CacheFamilies(cache->Stats())) families.push_back(std::move(f));
   }

@@ -11,6 +11,7 @@
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
 #include "scheduler/sequence_scheduler.h"
+#include "trace/trace_file.h"
 
 namespace inferd {
 namespace {
@@ -222,6 +223,12 @@ void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
   sink = std::make_unique<InflightSink>(stats_.inflight_counter(), std::move(sink));
   if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
+  if (request->trace) {
+    request->trace->Stamp(trace::activity::kQueueStart);
+    if (request->trace->tensors()) {
+      trace::TraceInputs(*request->trace, trace::activity::kTensorQueueInput, *request);
+    }
+  }
   auto pending = std::make_unique<PendingRequest>();
   pending->request = std::move(request);
   pending->sink = std::move(sink);

@@ -4,6 +4,7 @@
 
 #include "core/classification.h"
 #include "scheduler/response_stream.h"
+#include "trace/trace_file.h"
 
 namespace inferd {
 namespace {
@@ -32,6 +33,29 @@ class BatchTakeover final : public ResponseTakeover {
   const Clock::TimePoint start_;
 };
 
+// The compute timestamps of the traced requests of a batch (and, at level
+// TENSORS, what went in and came out). Only called when one is traced.
+void StampBatch(std::vector<std::unique_ptr<PendingRequest>>& batch,
+                const std::vector<std::unique_ptr<InferResponse>>& responses,
+                const std::vector<ExecutionItem>& items, Clock::TimePoint start,
+                Clock::TimePoint infer_start, Clock::TimePoint infer_end,
+                Clock::TimePoint output_end) {
+  namespace act = trace::activity;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i] == nullptr) continue;  // taken over: its stream has the request
+    const auto& t = batch[i]->request->trace;
+    if (!t) continue;
+    t->Stamp(act::kComputeStart, start);
+    t->Stamp(act::kComputeInputEnd, infer_start);
+    t->Stamp(act::kComputeOutputStart, infer_end);
+    t->Stamp(act::kComputeEnd, output_end);
+    if (t->tensors()) {
+      trace::TraceInputs(*t, act::kTensorBackendInput, *batch[i]->request);
+      if (!items[i].taken && items[i].status.ok()) trace::TraceOutputs(*t, *responses[i]);
+    }
+  }
+}
+
 }  // namespace
 
 void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason reason,
@@ -49,8 +73,10 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
   responses.reserve(batch.size());
   items.reserve(batch.size());
   uint64_t rows = 0;
+  bool traced = false;
   BatchTakeover takeover(ctx, batch, start);
   for (auto& p : batch) {
+    traced |= p->request->trace != nullptr;
     auto r = std::make_unique<InferResponse>();
     ExecutionItem& item = items.emplace_back(p->request.get(), r.get());
     item.takeover = &takeover;
@@ -79,6 +105,7 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
     }
   }
   const auto output_end = clock.Now();
+  if (traced) StampBatch(batch, responses, items, start, infer_start, infer_end, output_end);
   if (ctx.stats) {
     ctx.stats->RecordExecution(rows, ElapsedNs(start, infer_start),
                                ElapsedNs(infer_start, infer_end), ElapsedNs(infer_end, output_end));

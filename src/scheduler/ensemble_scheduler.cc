@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/classification.h"
+#include "trace/request_trace.h"
 
 namespace inferd {
 
@@ -139,6 +140,9 @@ void EnsembleScheduler::Enqueue(std::unique_ptr<PendingRequest> pending) {
   pending->request->outputs = request->outputs;
   pending->request->cancel_flag = request->cancel_flag;
   pending->request->batch_size = request->batch_size;
+  // The trace goes with the request the run answers (the original one may
+  // live on in the steps' inputs).
+  pending->request->trace = std::move(request->trace);
   pending->request->Hold(request);
   std::vector<size_t> ready;
   {
@@ -175,6 +179,10 @@ void EnsembleScheduler::Launch(const std::shared_ptr<Run>& run, size_t index) {
     if (!run->pending) return;  // already failed
     req->id = run->pending->request->id;
     req->cancel_flag = run->pending->request->cancel_flag;
+    // A traced ensemble traces each step as a child (parent_id: the ensemble's).
+    if (const auto& parent = run->pending->request->trace) {
+      req->trace = trace::RequestTrace::Child(parent, step.model_name);
+    }
     for (const auto& [input, tensor] : step.input_map) {
       const Run::Tensor& t = run->tensors.at(tensor);
       req->inputs.push_back(InferInput{input, t.datatype, t.shape, t.data});

@@ -10,11 +10,14 @@
 #include "objectstore/s3_location.h"
 #include "repository/repository_scan.h"
 #include "repository/repository_source_factory.h"
+#include "trace/tracing_sink.h"
 
 namespace inferd {
 
 InferenceServer::InferenceServer(ServerOptions options, std::unique_ptr<BackendRegistry> registry)
     : options_(std::move(options)),
+      tracer_(options_.tracer ? options_.tracer
+                              : std::make_shared<trace::Tracer>(trace::TraceConfig{}, nullptr)),
       registry_(std::move(registry)),
       device_(options_.device_memory ? options_.device_memory : OpenDeviceMemory()),
       gpu_count_(std::max(options_.gpu_count, device_->DeviceCount())),
@@ -87,7 +90,8 @@ std::vector<std::string> InferenceServer::Extensions() const {
           "binary_tensor_data",
           "parameters",
           "statistics",
-          "classification"};
+          "classification",
+          "trace"};
 }
 
 Status InferenceServer::Start() {
@@ -352,6 +356,11 @@ void InferenceServer::Infer(std::unique_ptr<InferRequest> request,
 void InferenceServer::Serve(const std::shared_ptr<ModelVersion>& version,
                             std::unique_ptr<InferRequest> request,
                             std::unique_ptr<InferResponseSink> sink) {
+  if (request->trace) {
+    // REQUEST_START on the version it runs on; REQUEST_END at the final signal.
+    request->trace->Start(version->spec().name, version->version(), request->id);
+    sink = std::make_unique<trace::TracingSink>(std::move(sink), request->trace);
+  }
   if (request->decoupled_refusal != nullptr && version->spec().decoupled) {
     return sink->Finish(Unimplemented(request->decoupled_refusal));
   }

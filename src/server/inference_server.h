@@ -38,6 +38,7 @@
 #include "server/model_residency.h"
 #include "shm/cuda_shm_manager.h"
 #include "shm/shm_manager.h"
+#include "trace/tracer.h"
 
 namespace inferd {
 
@@ -88,6 +89,10 @@ struct ServerOptions {
   uint64_t model_memory_budget = 0;
   std::vector<std::string> model_pins;
   bool model_residency_evict_explicit = false;
+  // Tracing (--trace-config; docs/tracing.md): decides which requests are
+  // traced and where their traces go. Null: tracing stays off (a Tracer
+  // with the default settings).
+  std::shared_ptr<trace::Tracer> tracer;
 };
 
 struct TensorMetadata {
@@ -224,6 +229,9 @@ class InferenceServer {
   const DeviceMemory& device_memory() const { return *device_; }
   int gpu_count() const { return gpu_count_; }
   const RequestLimits& request_limits() const { return options_.request_limits; }
+  // Tracing's settings and sampling (front ends sample; the trace API
+  // reads and changes the settings). Never null.
+  trace::Tracer& tracer() const { return *tracer_; }
   // The response cache (--cache-config); null without one.
   const ResponseCache* response_cache() const { return response_cache_.get(); }
 
@@ -246,6 +254,7 @@ class InferenceServer {
   std::vector<std::string> ServerPaths() const;
 
   const ServerOptions options_;
+  const std::shared_ptr<trace::Tracer> tracer_;
   std::unique_ptr<BackendRegistry> registry_;
   // Shared with the remote repository sources, which count into it.
   std::shared_ptr<RepositoryFetchMetrics> fetch_metrics_ =

@@ -14,6 +14,7 @@
 #include "repository/repository_source_factory.h"
 #include "server/command_line.h"
 #include "server/inference_server.h"
+#include "trace/server_tracer.h"
 #ifdef INFERD_HAS_GRPC_FRONTEND
 #include "frontend/grpc/grpc_server.h"
 #endif
@@ -188,6 +189,7 @@ void Shutdown(const CommandLine& cl, InferenceServer& server, Services& s) {
   if (s.metrics) s.metrics->Stop();
   INFERD_VLOG(1) << "front ends stopped; stopping the models";
   server.Stop();
+  server.tracer().Close();  // every trace is complete: end the file, send the spans (bounded)
   INFERD_LOG(Info) << "stopped";
 }
 
@@ -218,7 +220,10 @@ int Serve(const CommandLine& cl) {
   if (!RepositoriesUsable(cl)) return 1;
   for (const auto& w : cl.trace.warnings) INFERD_LOG(Warning) << w;
   const sigset_t signals = BlockShutdownSignals();
-  InferenceServer server(cl.server, BackendRegistry::WithBuiltins(cl.server.backend_directory));
+  ServerOptions options = cl.server;
+  options.tracer = trace::MakeServerTracer(cl.trace, "inferd");  // docs/tracing.md
+  InferenceServer server(std::move(options),
+                         BackendRegistry::WithBuiltins(cl.server.backend_directory));
   LogStartupSettings(cl, server);
   if (Status started = server.Start(); !started.ok()) {
     INFERD_LOG(Error) << started.message();

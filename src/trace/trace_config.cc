@@ -114,8 +114,7 @@ Status BatchDefaultsFromEnvironment(const EnvLookup& env, TraceConfig& cfg) {
   };
   for (const Var& var : {Var{"OTEL_BSP_MAX_QUEUE_SIZE", &cfg.bsp_max_queue_size},
                          Var{"OTEL_BSP_SCHEDULE_DELAY", &cfg.bsp_schedule_delay_ms},
-                         Var{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", &cfg.bsp_max_export_batch_size},
-                         Var{"OTEL_BSP_EXPORT_TIMEOUT", &cfg.bsp_export_timeout_ms}}) {
+                         Var{"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", &cfg.bsp_max_export_batch_size}}) {
     const char* v = env(var.name);
     if (v == nullptr || *v == '\0') continue;
     auto n = ParseUint32(v);
@@ -341,6 +340,11 @@ StatusOr<TraceConfig> BuildTraceConfig(const TraceFlags& flags, const EnvLookup&
       cfg.warnings.emplace_back(
           "trace level TENSORS is not exported in opentelemetry mode (TIMESTAMPS only)");
     }
+  }
+  if (cfg.mode == TraceMode::kTriton && cfg.level != kTraceLevelOff && cfg.file.empty()) {
+    cfg.warnings.emplace_back(
+        "tracing is on but no trace file is given (--trace-config triton,file=<path>): nothing "
+        "is traced");
   }
   if (cfg.bsp_max_export_batch_size > cfg.bsp_max_queue_size) {
     cfg.warnings.emplace_back(

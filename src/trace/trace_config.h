@@ -54,7 +54,6 @@ struct TraceConfig {
   uint32_t bsp_max_queue_size = 2048;        // OTEL_BSP_MAX_QUEUE_SIZE
   uint32_t bsp_schedule_delay_ms = 5000;     // OTEL_BSP_SCHEDULE_DELAY
   uint32_t bsp_max_export_batch_size = 512;  // OTEL_BSP_MAX_EXPORT_BATCH_SIZE
-  uint32_t bsp_export_timeout_ms = 30000;    // OTEL_BSP_EXPORT_TIMEOUT
   // What the operator should be told at start-up (deprecated flags
   // overridden or ignored); the caller logs them.
   std::vector<std::string> warnings;
@@ -76,10 +75,10 @@ struct TraceFlags {
 // Environment lookup: nullptr when unset. Tests pass a map.
 using EnvLookup = std::function<const char*(const char* name)>;
 
-// The settings `flags` give, defaults from the environment (OTEL_BSP_*,
-// OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME) where a flag does not set
-// them. Errors carry Triton's texts, e.g. `Bad option: "--trace-config
-// rate".` followed by the reason.
+// The settings `flags` give, with defaults from the environment where a
+// flag does not set them: OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_SCHEDULE_DELAY,
+// OTEL_BSP_MAX_EXPORT_BATCH_SIZE, OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME. Errors carry
+// Triton's texts, e.g. `Bad option: "--trace-config rate".` followed by the reason.
 StatusOr<TraceConfig> BuildTraceConfig(const TraceFlags& flags, const EnvLookup& env);
 
 // One `--trace-config` argument split into (mode, setting, value); mode is

@@ -383,16 +383,22 @@ TEST_F(GrpcRpcTest, NotYetServedRpcsAreUnimplemented) {
   {
     grpc::ClientContext ctx;
     SetDeadline(ctx);
-    inference::TraceSettingResponse r;
-    expect(stub().TraceSetting(&ctx, {}, &r), "TraceSetting");
-  }
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
     inference::LogSettingsResponse r;
     expect(stub().LogSettings(&ctx, {}, &r), "LogSettings");
   }
   ExpectStillServing();
+}
+
+// The trace extension is served (tests/e2e/test_trace.py has the rest).
+TEST_F(GrpcRpcTest, TraceSettingAnswersTheSettings) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  inference::TraceSettingResponse r;
+  ASSERT_TRUE(stub().TraceSetting(&ctx, {}, &r).ok());
+  ASSERT_EQ(r.settings().count("trace_level"), 1u);
+  EXPECT_EQ(r.settings().at("trace_level").value(0), "OFF");
+  EXPECT_EQ(r.settings().at("trace_rate").value(0), "1000");
+  EXPECT_EQ(r.settings().at("trace_mode").value(0), "triton");
 }
 
 TEST_F(GrpcRpcTest, UnknownMethodAndGarbageBytes) {

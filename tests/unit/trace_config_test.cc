@@ -187,12 +187,10 @@ TEST(TraceConfigTest, EnvironmentDefaults) {
   TraceConfig cfg = Build({}, {{"OTEL_BSP_MAX_QUEUE_SIZE", "100"},
                                {"OTEL_BSP_SCHEDULE_DELAY", "250"},
                                {"OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "50"},
-                               {"OTEL_BSP_EXPORT_TIMEOUT", "1000"},
                                {"OTEL_RESOURCE_ATTRIBUTES", "a=1, b = two%20words ,bad,=x"}});
   EXPECT_EQ(cfg.bsp_max_queue_size, 100u);
   EXPECT_EQ(cfg.bsp_schedule_delay_ms, 250u);
   EXPECT_EQ(cfg.bsp_max_export_batch_size, 50u);
-  EXPECT_EQ(cfg.bsp_export_timeout_ms, 1000u);
   ASSERT_EQ(cfg.resource.size(), 3u);
   EXPECT_EQ(cfg.resource[1], (std::pair<std::string, std::string>{"a", "1"}));
   EXPECT_EQ(cfg.resource[2], (std::pair<std::string, std::string>{"b", "two words"}));

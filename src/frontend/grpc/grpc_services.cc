@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_trace.h"
 #include "frontend/grpc/infer_call.h"
 #include "frontend/grpc/restricted_grpc.h"
 
@@ -166,6 +167,11 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
   if (Status name = ControlPlane::CheckModelName(request->model_name()); !name.ok()) {
     return FinishNow(ctx, name);
   }
+  std::shared_ptr<trace::RequestTrace> trace;
+  if (server_.tracer().Active()) {  // tracing off: this load is all it costs
+    trace = SampleGrpcRequest(server_.tracer(), GrpcTraceContext(*ctx), request->model_name(),
+                              std::chrono::steady_clock::now());
+  }
   // The registered allocator makes the message shared-owned; the decoded
   // request holds it, so raw_input_contents are referenced, not copied.
   auto* holder = static_cast<InferMessageHolder*>(ctx->GetRpcAllocatorState());
@@ -184,6 +190,10 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
   auto call = InferCall::Create(response);
   call->set_shm_outputs(std::move(decoded->shm_outputs));
   decoded->request->cancel_flag = InferCall::CancelFlag(call);
+  if (trace) {
+    decoded->request->trace = trace;
+    call->set_trace(std::move(trace));
+  }
   server_.Infer(std::move(decoded->request), InferCall::MakeSink(call));
   if (auto* done = call->FinishIfCompleted(ctx)) return done;
   return call.get();
@@ -360,12 +370,7 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
   return FinishNow(ctx, server_.control().UnregisterCudaShm(request->name()));
 }
 
-::grpc::ServerUnaryReactor* InferenceService::TraceSetting(Ctx* ctx,
-                                                           const inference::TraceSettingRequest*,
-                                                           inference::TraceSettingResponse*) {
-  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kTrace)) return denied;
-  return NotServed(ctx, "the trace extension (TraceSetting)");
-}
+// TraceSetting: grpc_trace.cc.
 
 ::grpc::ServerUnaryReactor* InferenceService::LogSettings(Ctx* ctx,
                                                           const inference::LogSettingsRequest*,

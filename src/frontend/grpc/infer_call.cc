@@ -66,6 +66,7 @@ void InferCall::Complete(Status status, std::unique_ptr<InferResponse> response)
     response = std::move(inline_response_);
   }
   if (claimed_.exchange(true)) return;  // cancelled: the call is finished
+  if (trace_) trace_->Stamp(trace::activity::kGrpcSendStart);
   if (!status.ok()) return Finish(ToGrpcStatus(status));
   // The response message lives until OnDone, which cannot come before Finish.
   Finish(ToGrpcStatus(EncodeInferResponse(*response, shm_outputs_, response_)));
@@ -77,6 +78,10 @@ void InferCall::OnCancel() {
 }
 
 void InferCall::OnDone() {
+  if (trace_) {
+    trace_->Stamp(trace::activity::kGrpcSendEnd);
+    trace_.reset();
+  }
   auto last = std::move(self_);  // may destroy *this when it goes out of scope
 }
 
@@ -86,10 +91,15 @@ void InferCall::OnDone() {
     return nullptr;
   }
   Status status = inline_status_;
+  if (trace_) trace_->Stamp(trace::activity::kGrpcSendStart);
   if (status.ok()) status = EncodeInferResponse(*inline_response_, shm_outputs_, response_);
   self_.reset();  // gRPC never holds this object
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
+  if (trace_) {
+    trace_->Stamp(trace::activity::kGrpcSendEnd);  // handed to gRPC
+    trace_.reset();
+  }
   return reactor;
 }
 

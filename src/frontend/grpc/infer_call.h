@@ -14,6 +14,7 @@
 #include "core/response_sink.h"
 #include "grpc_service.pb.h"
 #include "shm/shm_manager.h"
+#include "trace/request_trace.h"
 
 namespace inferd::grpc_frontend {
 
@@ -70,6 +71,10 @@ class InferCall final : public ::grpc::ServerUnaryReactor {
     return std::shared_ptr<std::atomic<bool>>(call, &call->cancelled_);
   }
 
+  // A traced request's trace: GRPC_SEND_START before the response is
+  // encoded, GRPC_SEND_END when gRPC is done with the call; released then.
+  void set_trace(std::shared_ptr<trace::RequestTrace> trace) { trace_ = std::move(trace); }
+
   void OnCancel() override;
   void OnDone() override;
 
@@ -92,6 +97,7 @@ class InferCall final : public ::grpc::ServerUnaryReactor {
   std::map<std::string, SharedMemoryOutput> shm_outputs_;
   std::atomic<bool> claimed_{false};
   std::atomic<bool> cancelled_{false};
+  std::shared_ptr<trace::RequestTrace> trace_;
   std::shared_ptr<InferCall> self_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "core/response_sink.h"
 #include "frontend/grpc/grpc_codec.h"
+#include "frontend/grpc/grpc_trace.h"
 
 namespace inferd::grpc_frontend {
 
@@ -22,8 +23,12 @@ class StreamInferReactor final
     : public ::grpc::ServerBidiReactor<ModelInferRequest, ModelStreamInferResponse>,
       public std::enable_shared_from_this<StreamInferReactor> {
  public:
-  StreamInferReactor(InferenceServer& server, StreamRegistry& registry, bool error_ends_stream)
-      : server_(server), registry_(registry), error_ends_stream_(error_ends_stream) {}
+  StreamInferReactor(InferenceServer& server, StreamRegistry& registry, bool error_ends_stream,
+                     std::optional<trace::TraceContext> trace_context)
+      : server_(server),
+        registry_(registry),
+        error_ends_stream_(error_ends_stream),
+        trace_context_(std::move(trace_context)) {}
 
   // Takes gRPC's reference and starts reading (or refuses the stream).
   void Begin(bool accepted) {
@@ -180,6 +185,7 @@ class StreamInferReactor final
   void Process(std::shared_ptr<ModelInferRequest> message, const std::shared_ptr<Slot>& slot) {
     const std::string name = message->model_name();
     const std::string version = message->model_version();
+    const auto received = std::chrono::steady_clock::now();
     auto self = shared_from_this();
     auto reject = [&](const Status& s) {
       if (slot->decoupled) return Emit(slot, s, nullptr, true, /*rejected=*/true);
@@ -199,6 +205,9 @@ class StreamInferReactor final
     // One flag for the stream: set when nobody will read its responses
     // (cancelled, write failed); models see it (is_cancelled) and stop.
     decoded->request->cancel_flag = std::shared_ptr<std::atomic<bool>>(self, &cancelled_);
+    if (server_.tracer().Active()) {  // a stream's responses are not stamped (GRPC_SEND_*)
+      decoded->request->trace = SampleGrpcRequest(server_.tracer(), trace_context_, name, received);
+    }
     slot->infer_thread = std::this_thread::get_id();
     slot->in_infer.store(true, std::memory_order_release);
     server_.Infer(std::move(decoded->request), std::make_unique<StreamSink>(std::move(self), slot));
@@ -329,7 +338,8 @@ class StreamInferReactor final
   InferenceServer& server_;
   StreamRegistry& registry_;
   const bool error_ends_stream_;
-  std::shared_ptr<StreamInferReactor> self_;  // gRPC's reference, dropped in OnDone
+  const std::optional<trace::TraceContext> trace_context_;  // the stream's W3C context
+  std::shared_ptr<StreamInferReactor> self_;                // gRPC's reference, dropped in OnDone
 
   std::mutex mu_;
   std::shared_ptr<ModelInferRequest> reading_;  // target of the outstanding read
@@ -383,7 +393,12 @@ void StreamRegistry::WaitUntilEmpty() {
   if (auto it = md.find("triton_grpc_error"); it != md.end()) {
     error_ends_stream = it->second.size() == 4 && strncasecmp(it->second.data(), "true", 4) == 0;
   }
-  auto reactor = std::make_shared<StreamInferReactor>(server, registry, error_ends_stream);
+  std::optional<trace::TraceContext> trace_context;
+  if (server.tracer().Active() && server.tracer().mode() == trace::TraceMode::kOpenTelemetry) {
+    trace_context = GrpcTraceContext(*context);  // one context for the stream's requests
+  }
+  auto reactor = std::make_shared<StreamInferReactor>(server, registry, error_ends_stream,
+                                                      std::move(trace_context));
   reactor->Begin(registry.Add(reactor));
   return reactor.get();
 }

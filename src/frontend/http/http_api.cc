@@ -9,6 +9,7 @@
 #include "core/version_string.h"
 #include "frontend/http/compression.h"
 #include "frontend/http/http_infer_sink.h"
+#include "frontend/http/http_trace.h"
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_encode.h"
 #include "frontend/http/json_parameters.h"
@@ -113,6 +114,10 @@ const HttpApi::Route HttpApi::kRoutes[] = {
     {"GET", "/v2/systemsharedmemory[/region/{region}]/status", &HttpApi::SystemShmStatus},
     {"POST", "/v2/systemsharedmemory[/region/{region}]/register", &HttpApi::SystemShmRegister},
     {"POST", "/v2/systemsharedmemory[/region/{region}]/unregister", &HttpApi::SystemShmUnregister},
+    {"GET", "/v2/trace/setting", &HttpApi::TraceSetting},
+    {"POST", "/v2/trace/setting", &HttpApi::TraceSetting},
+    {"GET", "/v2/models/{model}/trace/setting", &HttpApi::TraceSetting},
+    {"POST", "/v2/models/{model}/trace/setting", &HttpApi::TraceSetting},
     {"GET", "/v2/cudasharedmemory[/region/{region}]/status", &HttpApi::CudaShmStatus},
     {"POST", "/v2/cudasharedmemory[/region/{region}]/register", &HttpApi::CudaShmRegister},
     {"POST", "/v2/cudasharedmemory[/region/{region}]/unregister", &HttpApi::CudaShmUnregister},
@@ -269,9 +274,13 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
       "HTTP end point doesn't support models with decoupled transaction policy";
   const std::string* accept = req.Header("Accept-Encoding");
   const Encoding encoding = accept ? ChooseEncoding(*accept) : Encoding::kIdentity;
-  server_.Infer(std::move(decoded->request),
-                std::make_unique<HttpInferSink>(std::move(responder), std::move(decoded->encoding),
-                                                encoding));
+  auto sink =
+      std::make_unique<HttpInferSink>(std::move(responder), std::move(decoded->encoding), encoding);
+  if (server_.tracer().Active()) {  // tracing off: this load is all it costs
+    decoded->request->trace = SampleHttpRequest(server_.tracer(), req, model);
+    sink->set_trace(decoded->request->trace);
+  }
+  server_.Infer(std::move(decoded->request), std::move(sink));
 }
 
 // ---- repository extension (through the control plane) ------------------------------

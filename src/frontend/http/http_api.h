@@ -72,6 +72,8 @@ class HttpApi {
   void HandleGenerate(const HttpRequest& req, const PathParams& p, const Responder& responder,
                       bool stream);
   void Statistics(const HttpRequest&, const PathParams&, const Responder&);
+  // Trace extension (http_trace.cc).
+  void TraceSetting(const HttpRequest&, const PathParams&, const Responder&);
   void RepositoryIndex(const HttpRequest&, const PathParams&, const Responder&);
   void RepositoryLoad(const HttpRequest&, const PathParams&, const Responder&);
   void RepositoryUnload(const HttpRequest&, const PathParams&, const Responder&);

@@ -130,6 +130,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // much of `simple`'s CPU). Otherwise those reads go on from where the
   // parser stopped. Errors are the ones they would report for these bytes.
   void ParseBuffered() {
+    received_ = std::chrono::steady_clock::now();  // the request's first bytes are here
     beast::error_code ec;
     parser_->eager(true);  // the header, then as much of the body as is here
     while (buffer_.size() > 0 && !parser_->is_done()) {
@@ -185,6 +186,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       req.headers.emplace_back(std::string(f.name_string()), std::string(f.value()));
     }
     req.body = std::make_shared<std::string>(std::move(msg.body()));
+    req.received = received_;
     parser_.reset();
     shared_->active.fetch_add(1);
     answering_ = true;
@@ -470,7 +472,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   unsigned version_ = 11;
   std::array<char, 16384> scratch_;
   int drained_reads_ = 0;
-  uint64_t chunks_ = 0;  // chunks of the body being read
+  uint64_t chunks_ = 0;                             // chunks of the body being read
+  std::chrono::steady_clock::time_point received_;  // of the request being read
   std::function<void(uint64_t, beast::string_view, beast::error_code&)> chunk_cb_;
 };
 

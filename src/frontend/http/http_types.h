@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -23,6 +24,9 @@ struct HttpRequest {
   std::shared_ptr<std::string> body;
   // Becomes true when the client disconnects before the response is sent.
   std::shared_ptr<std::atomic<bool>> cancelled;
+  // When the request's first bytes were read (steady clock; the trace's
+  // HTTP_RECV_START). Unset for requests not read from a socket.
+  std::chrono::steady_clock::time_point received{};
 
   // Case-insensitive header lookup; nullptr if absent.
   const std::string* Header(std::string_view name) const;
