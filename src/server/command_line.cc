@@ -209,6 +209,14 @@ void AddLogFlags(LogSettings& log, std::map<std::string, Setter>& table) {
   table.emplace("log-file", String(log.file));
 }
 
+// The HTTP API's own flags and the restricted-API rules of both front ends.
+void AddApiFlags(CommandLine& cl, std::map<std::string, Setter>& table) {
+  table.emplace("http-max-json-depth", Integer(cl.http_max_json_depth, 1, 10000));
+  table.emplace("status-page", Boolean(cl.status_page));
+  table.emplace("http-restricted-api", Restricted(cl.http_restricted));
+  table.emplace("grpc-restricted-protocol", Restricted(cl.grpc.restricted));
+}
+
 // Tracing's flags (docs/tracing.md), parsed together in CheckAndDerive.
 void AddTraceFlags(trace::TraceFlags& t, std::map<std::string, Setter>& table) {
   table.emplace("trace-config", Append(t.config));
@@ -250,7 +258,6 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"http-header-timeout-secs", Integer(cl.http.header_timeout_secs, 1, 86400)},
       {"http-body-timeout-secs", Integer(cl.http.body_timeout_secs, 1, 86400)},
       {"http-max-connections", Integer(cl.http.max_connections, 1, 1 << 20)},
-      {"http-max-json-depth", Integer(cl.http_max_json_depth, 1, 10000)},
       {"http-max-header-size", Integer(cl.http.max_header_bytes, 1024, int64_t{1} << 30)},
       {"http-max-chunks", Integer(cl.http.max_chunks, 1, int64_t{1} << 40)},
       {"max-request-inputs", Integer(s.request_limits.max_inputs, 1, int64_t{1} << 30)},
@@ -271,8 +278,6 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"grpc-server-key", String(cl.grpc.tls.key_file)},
       {"grpc-root-cert", String(cl.grpc.tls.root_file)},
       {"grpc-use-ssl-mutual", Boolean(cl.grpc.tls.mutual)},
-      {"http-restricted-api", Restricted(cl.http_restricted)},
-      {"grpc-restricted-protocol", Restricted(cl.grpc.restricted)},
       {"allow-grpc", Boolean(cl.allow_grpc)},
       {"grpc-address", String(cl.grpc.address)},
       {"grpc-port", Integer(cl.grpc.port, 0, 65535)},
@@ -298,6 +303,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
   AddResidencyFlags(s, table);
   AddLogFlags(cl.log, table);
   AddTraceFlags(cl.trace_flags, table);
+  AddApiFlags(cl, table);
   return table;
 }
 
@@ -429,6 +435,8 @@ HTTP
   --http-server-key=<path>       PEM private key for HTTPS
   --http-root-cert=<path>        PEM CA certificate(s) that sign client certificates
   --http-use-ssl-mutual=<bool>   require a client certificate signed by --http-root-cert (default false)
+  --status-page=<bool>           serve the status page at GET / and its JSON at GET /inferd/status
+                                 (default true; docs/status_page.md)
 
 gRPC
   --allow-grpc=<bool>            serve KServe v2 gRPC (default true)

@@ -23,6 +23,7 @@ struct CommandLine {
   http::HttpServerOptions http;
   size_t http_max_json_depth = 100;
   RestrictedApis http_restricted;  // --http-restricted-api
+  bool status_page = true;         // --status-page (GET /, docs/status_page.md)
   bool allow_grpc = true;
   grpc_frontend::GrpcServer::Options grpc;  // address, port, keepalive
   bool allow_metrics = true;

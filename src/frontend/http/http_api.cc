@@ -14,6 +14,7 @@
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_encode.h"
 #include "frontend/http/json_parameters.h"
+#include "status/status_service.h"
 
 namespace inferd::http {
 namespace {
@@ -123,6 +124,9 @@ const HttpApi::Route HttpApi::kRoutes[] = {
     {"POST", "/v2/cudasharedmemory[/region/{region}]/unregister", &HttpApi::CudaShmUnregister},
     {"GET", "/v2/logging", &HttpApi::Logging},
     {"POST", "/v2/logging", &HttpApi::Logging},
+    // inferd's own: the status page and its JSON (docs/status_page.md).
+    {"GET", "/", &HttpApi::StatusPage},
+    {"GET", "/inferd/status", &HttpApi::StatusJson},
 };
 
 HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
@@ -131,6 +135,7 @@ HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
     Status s = router_.Add(kRoutes[i].method, kRoutes[i].pattern, i);
     if (!s.ok()) std::abort();  // a typo in the table above, caught by every test
   }
+  if (options_.status_page) status_ = std::make_unique<status::StatusService>(server_);
 }
 
 void HttpApi::Handle(HttpRequest req, const std::shared_ptr<HttpResponder>& responder) {
