@@ -10,6 +10,7 @@
 #include "repository/rate_limit_config.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
+#include "scheduler/schedule_log.h"
 #include "scheduler/sequence_scheduler.h"
 #include "trace/trace_file.h"
 
@@ -222,7 +223,12 @@ std::optional<LayoutState> ModelVersion::layout() const {
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
   sink = std::make_unique<InflightSink>(stats_.inflight_counter(), std::move(sink));
-  if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
+  if (cache_) {
+    // A hit consumes the request: its id is kept for the log (when verbose).
+    const std::string id = LogEnabled(LogLevel::kVerbose, 1) ? request->id : std::string();
+    if (cache_->Serve(request, sink)) return LogCacheAnswer(spec_.name, version_, id);
+  }
+  LogEnqueued(spec_.name, version_, *request);
   if (request->trace) {
     request->trace->Stamp(trace::activity::kQueueStart);
     if (request->trace->tensors()) {

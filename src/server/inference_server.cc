@@ -91,7 +91,8 @@ std::vector<std::string> InferenceServer::Extensions() const {
           "parameters",
           "statistics",
           "classification",
-          "trace"};
+          "trace",
+          "logging"};
 }
 
 Status InferenceServer::Start() {

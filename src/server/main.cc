@@ -254,6 +254,9 @@ int main(int argc, char** argv) {
     std::cout << CommandLineUsage();
     return 0;
   }
-  SetLogSettings(cl->log);
+  if (Status log = OpenLogFile(cl->log); !log.ok()) {
+    INFERD_LOG(Error) << log.message();
+    return 2;
+  }
   return Serve(*cl);
 }

@@ -84,6 +84,8 @@ class HttpApi {
   void CudaShmRegister(const HttpRequest&, const PathParams&,
                        const Responder&);  // http_cuda_shm.cc
   void CudaShmUnregister(const HttpRequest&, const PathParams&, const Responder&);
+  // Logging extension, GET and POST (http_logging.cc).
+  void Logging(const HttpRequest&, const PathParams&, const Responder&);
   // The status page and its JSON (http_status.cc).
   void StatusPage(const HttpRequest&, const PathParams&, const Responder&);
   void StatusJson(const HttpRequest&, const PathParams&, const Responder&);
