@@ -42,6 +42,7 @@ models: deps
 run: build models
 	@echo ""
 	@echo "inferd is starting: HTTP :8000, gRPC :8001, Prometheus metrics :8002."
+	@echo "Status page: open http://localhost:8000/ in a browser."
 	@echo "Try, from another terminal:"
 	@echo "  curl localhost:8000/v2/health/ready"
 	@echo "  curl localhost:8000/v2/models/simple"

@@ -43,6 +43,7 @@ python3-torch
 python3-torchvision
 python3-numpy
 python3-pil
+chromium
 python3-sklearn
 python3-onnx
 python3-fastapi

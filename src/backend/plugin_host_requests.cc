@@ -8,6 +8,7 @@
 
 #include "backend/plugin_backend.h"
 #include "backend/plugin_host.h"
+#include "core/log.h"
 #include "core/sanitize.h"
 #include "core/shape.h"
 
@@ -168,12 +169,17 @@ const char* ErrorMessage(const InferdError* e) noexcept { return e ? e->message.
 void ErrorDelete(InferdError* e) noexcept { delete e; }
 
 void Log(InferdLogLevel level, const char* message) noexcept {
-  const char* tag = level == INFERD_LOG_ERROR     ? "error: "
-                    : level == INFERD_LOG_WARNING ? "warning: "
-                                                  : "";
-  // Escaped: a backend message cannot split or forge log lines.
-  std::fprintf(stderr, "inferd: backend: %s%s\n", tag,
-               EscapeControl(message ? message : "").c_str());
+  const LogLevel at = level == INFERD_LOG_ERROR     ? LogLevel::kError
+                      : level == INFERD_LOG_WARNING ? LogLevel::kWarning
+                                                    : LogLevel::kInfo;
+  if (!LogEnabled(at)) return;
+  const char* tag = at == LogLevel::kError     ? "error: "
+                    : at == LogLevel::kWarning ? "warning: "
+                                               : "";
+  const std::string_view text = message ? message : "";
+  // Escaped: a backend message cannot split or forge log lines. The text
+  // formats keep the line this always was ("inferd: backend: error: ...").
+  LogPassOn(at, "backend", std::string("backend: ") + tag + EscapeControl(text), text);
 }
 
 // ---- requests (v1) ---------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 #include "core/classification.h"
 #include "core/log.h"
+#include "core/response_sink.h"
 #include "repository/config_support.h"
 #include "repository/instance_layout_config.h"
 #include "repository/model_config_util.h"
@@ -9,11 +10,33 @@
 #include "repository/rate_limit_config.h"
 #include "repository/sequence_state_config.h"
 #include "scheduler/dynamic_batch_scheduler.h"
+#include "scheduler/schedule_log.h"
 #include "scheduler/sequence_scheduler.h"
 #include "trace/trace_file.h"
 
 namespace inferd {
 namespace {
+
+// Counts a request in flight from Enqueue to its final signal (the status
+// page's per-version in-flight figure).
+class InflightSink final : public ForwardingSink {
+ public:
+  InflightSink(std::shared_ptr<std::atomic<int64_t>> counter,
+               std::unique_ptr<InferResponseSink> inner)
+      : ForwardingSink(std::move(inner)), counter_(std::move(counter)) {
+    counter_->fetch_add(1, std::memory_order_relaxed);
+  }
+  // Dropped without a final signal (a producer bug): the inner sink answers
+  // the client as it goes; the count must not stay up.
+  ~InflightSink() override {
+    if (!done()) counter_->fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  void OnFinal() override { counter_->fetch_sub(1, std::memory_order_relaxed); }
+
+  const std::shared_ptr<std::atomic<int64_t>> counter_;
+};
 
 // One backend instance per instance group entry, count and device, named
 // <group>_<n> in creation order.
@@ -199,7 +222,13 @@ std::optional<LayoutState> ModelVersion::layout() const {
 
 void ModelVersion::Enqueue(std::unique_ptr<InferRequest> request,
                            std::unique_ptr<InferResponseSink> sink) {
-  if (cache_ && cache_->Serve(request, sink)) return;  // answered from the cache
+  sink = std::make_unique<InflightSink>(stats_.inflight_counter(), std::move(sink));
+  if (cache_) {
+    // A hit consumes the request: its id is kept for the log (when verbose).
+    const std::string id = LogEnabled(LogLevel::kVerbose, 1) ? request->id : std::string();
+    if (cache_->Serve(request, sink)) return LogCacheAnswer(spec_.name, version_, id);
+  }
+  LogEnqueued(spec_.name, version_, *request);
   if (request->trace) {
     request->trace->Stamp(trace::activity::kQueueStart);
     if (request->trace->tensors()) {

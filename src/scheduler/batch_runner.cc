@@ -4,6 +4,7 @@
 
 #include "core/classification.h"
 #include "scheduler/response_stream.h"
+#include "scheduler/schedule_log.h"
 #include "trace/trace_file.h"
 
 namespace inferd {
@@ -65,7 +66,8 @@ void FailPending(const BatchContext& ctx, PendingRequest& pending, FailReason re
 }
 
 void RunBatch(const BatchContext& ctx, BackendInstance& instance,
-              std::vector<std::unique_ptr<PendingRequest>>& batch, int cpu_threads) {
+              std::vector<std::unique_ptr<PendingRequest>>& batch, int cpu_threads,
+              int instance_index) {
   Clock& clock = *ctx.clock;
   const auto start = clock.Now();
   std::vector<std::unique_ptr<InferResponse>> responses;
@@ -86,6 +88,7 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
     rows += static_cast<uint64_t>(std::max<int64_t>(1, p->request->batch_size));
   }
   const auto infer_start = clock.Now();
+  LogBatchStart(ctx, batch, rows, instance_index, start);
   instance.Execute(items);
   const auto infer_end = clock.Now();
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -110,6 +113,7 @@ void RunBatch(const BatchContext& ctx, BackendInstance& instance,
     ctx.stats->RecordExecution(rows, ElapsedNs(start, infer_start),
                                ElapsedNs(infer_start, infer_end), ElapsedNs(infer_end, output_end));
   }
+  LogBatchEnd(ctx, batch, items, rows, instance_index, start, infer_start, infer_end, output_end);
   for (size_t i = 0; i < batch.size(); ++i) {
     if (items[i].taken) {
       // An error set on the item is the request's final answer unless the

@@ -31,8 +31,11 @@ struct BatchContext {
 // cancelled while queued should have been removed before; a request that
 // fails inside the backend fails alone. `cpu_threads`: the backend's CPU
 // thread hint for this execution (ExecutionItem::cpu_threads; 0: none).
+// `instance_index`: the instance's place in its model, for the verbose log
+// (-1: none).
 void RunBatch(const BatchContext& ctx, BackendInstance& instance,
-              std::vector<std::unique_ptr<PendingRequest>>& batch, int cpu_threads = 0);
+              std::vector<std::unique_ptr<PendingRequest>>& batch, int cpu_threads = 0,
+              int instance_index = -1);
 
 // Finishes the sink of a request that never reached a backend (rejected,
 // timed out, cancelled) with `status`, and records it.

@@ -141,7 +141,7 @@ void DynamicBatchScheduler::RunInline(size_t index, std::unique_ptr<PendingReque
   batch.push_back(std::move(pending));
   const auto start = std::chrono::steady_clock::now();
   const auto run = layout_ ? layout_->Begin(1) : InstanceLayout::Run{};
-  RunBatch(ctx_, *instances_[index], batch, run.threads);
+  RunBatch(ctx_, *instances_[index], batch, run.threads, static_cast<int>(index));
   RecordExecution(std::chrono::steady_clock::now() - start);
   bool wake = false;
   {
@@ -334,7 +334,7 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
     const auto start = std::chrono::steady_clock::now();
-    RunBatch(ctx_, instance, batch, run.threads);
+    RunBatch(ctx_, instance, batch, run.threads, static_cast<int>(index));
     const auto took = std::chrono::steady_clock::now() - start;
     if (inline_max_exec_ns_ > 0) RecordExecution(took);
     lock.Lock();

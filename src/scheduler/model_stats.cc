@@ -125,6 +125,7 @@ ModelStatsSnapshot ModelStats::Snapshot() const {
   s.fail_backend = fail_backend_.load();
   s.fail_other = fail_other_.load();
   s.pending = pending_.load();
+  s.inflight = inflight_->load(std::memory_order_relaxed);
   s.batch_target = batch_target_.load(std::memory_order_relaxed);
   s.request_hist = request_hist_.Get();
   s.queue_hist = queue_hist_.Get();

@@ -78,6 +78,9 @@ struct ModelStatsSnapshot {
   // failed by the backend, other.
   uint64_t fail_rejected = 0, fail_cancelled = 0, fail_backend = 0, fail_other = 0;
   int64_t pending = 0;  // accepted, not yet started
+  // Accepted, final response not yet sent (queued or executing; the status
+  // page's in-flight): counted by ModelVersion::Enqueue's sink decorator.
+  int64_t inflight = 0;
   // Response cache (cache/version_cache.h): lookups answered from it
   // (lookup + copy time) and lookups that missed (lookup + insert time);
   // `response_cache` when the version caches (its nv_cache_* metrics).
@@ -101,6 +104,10 @@ class ModelStats {
   void RecordExecution(uint64_t batch_size, uint64_t input_ns, uint64_t infer_ns,
                        uint64_t output_ns) INFERD_EXCLUDES(batch_mu_);
   void AddPending(int64_t delta) { pending_.fetch_add(delta, std::memory_order_relaxed); }
+  // The in-flight count, shared with the sink decorators that count a
+  // request in and out (they may outlive the version: a final signal after
+  // an unload still finds the counter).
+  const std::shared_ptr<std::atomic<int64_t>>& inflight_counter() const { return inflight_; }
   void RecordCacheHit(uint64_t ns) { cache_hit_.Add(ns); }
   void RecordCacheMiss(uint64_t ns) { cache_miss_.Add(ns); }
   // Marks the version as caching (before the first request).
@@ -129,6 +136,7 @@ class ModelStats {
   std::atomic<uint64_t> inference_count_{0}, execution_count_{0}, last_inference_ms_{0};
   std::atomic<uint64_t> fail_rejected_{0}, fail_cancelled_{0}, fail_backend_{0}, fail_other_{0};
   std::atomic<int64_t> pending_{0};
+  const std::shared_ptr<std::atomic<int64_t>> inflight_ = std::make_shared<std::atomic<int64_t>>(0);
   std::atomic<int64_t> batch_target_{0};
   AtomicHistogram request_hist_, queue_hist_, compute_infer_hist_, batch_size_hist_;
   mutable Mutex batch_mu_;

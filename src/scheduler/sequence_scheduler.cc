@@ -261,7 +261,7 @@ void SequenceScheduler::InstanceLoop(size_t index) {
         sink->store().AddInputs(*p->request, p->request->sequence_start);
       }
     }
-    RunBatch(ctx_, *instances_[index], batch);
+    RunBatch(ctx_, *instances_[index], batch, 0, static_cast<int>(index));
     lock.Lock();
     gate.Done(!queue.empty());
   }

@@ -125,6 +125,17 @@ Setter ControlMode(ModelControlMode& target) {
   };
 }
 
+// --log-format: the names of core/log.h (json is inferd's own).
+Setter LogFormatFlag(LogFormat& target) {
+  return [&target](const std::string& f, const std::string& v) {
+    auto format = ParseLogFormat(v);
+    if (!format)
+      return InvalidArgument("--" + f + " must be default, ISO8601 or json, got '" + v + "'");
+    target = *format;
+    return Status::Ok();
+  };
+}
+
 Setter LatencyBuckets(std::vector<double>& target) {
   return [&target](const std::string& f, const std::string& v) {
     auto b = metrics::ParseLatencyBuckets(f, v);
@@ -188,6 +199,24 @@ void AddResidencyFlags(ServerOptions& s, std::map<std::string, Setter>& table) {
   table.emplace("model-residency-evict-explicit", Boolean(s.model_residency_evict_explicit));
 }
 
+// The log's flags (core/log.h, docs/logging.md), added to `table`.
+void AddLogFlags(LogSettings& log, std::map<std::string, Setter>& table) {
+  table.emplace("log-verbose", Integer(log.verbose, 0, 100));
+  table.emplace("log-info", Boolean(log.info));
+  table.emplace("log-warning", Boolean(log.warning));
+  table.emplace("log-error", Boolean(log.error));
+  table.emplace("log-format", LogFormatFlag(log.format));
+  table.emplace("log-file", String(log.file));
+}
+
+// The HTTP API's own flags and the restricted-API rules of both front ends.
+void AddApiFlags(CommandLine& cl, std::map<std::string, Setter>& table) {
+  table.emplace("http-max-json-depth", Integer(cl.http_max_json_depth, 1, 10000));
+  table.emplace("status-page", Boolean(cl.status_page));
+  table.emplace("http-restricted-api", Restricted(cl.http_restricted));
+  table.emplace("grpc-restricted-protocol", Restricted(cl.grpc.restricted));
+}
+
 // Tracing's flags (docs/tracing.md), parsed together in CheckAndDerive.
 void AddTraceFlags(trace::TraceFlags& t, std::map<std::string, Setter>& table) {
   table.emplace("trace-config", Append(t.config));
@@ -229,7 +258,6 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"http-header-timeout-secs", Integer(cl.http.header_timeout_secs, 1, 86400)},
       {"http-body-timeout-secs", Integer(cl.http.body_timeout_secs, 1, 86400)},
       {"http-max-connections", Integer(cl.http.max_connections, 1, 1 << 20)},
-      {"http-max-json-depth", Integer(cl.http_max_json_depth, 1, 10000)},
       {"http-max-header-size", Integer(cl.http.max_header_bytes, 1024, int64_t{1} << 30)},
       {"http-max-chunks", Integer(cl.http.max_chunks, 1, int64_t{1} << 40)},
       {"max-request-inputs", Integer(s.request_limits.max_inputs, 1, int64_t{1} << 30)},
@@ -250,8 +278,6 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"grpc-server-key", String(cl.grpc.tls.key_file)},
       {"grpc-root-cert", String(cl.grpc.tls.root_file)},
       {"grpc-use-ssl-mutual", Boolean(cl.grpc.tls.mutual)},
-      {"http-restricted-api", Restricted(cl.http_restricted)},
-      {"grpc-restricted-protocol", Restricted(cl.grpc.restricted)},
       {"allow-grpc", Boolean(cl.allow_grpc)},
       {"grpc-address", String(cl.grpc.address)},
       {"grpc-port", Integer(cl.grpc.port, 0, 65535)},
@@ -273,13 +299,11 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
        Integer(cl.response_cache_byte_size, 0, std::numeric_limits<int64_t>::max())},
       {"rate-limit", RateLimitMode(s.rate_limit)},
       {"rate-limit-resource", RateLimitResourceFlag(s.rate_limit_resources)},
-      {"log-verbose", Integer(cl.log.verbose, 0, 100)},
-      {"log-info", Boolean(cl.log.info)},
-      {"log-warning", Boolean(cl.log.warning)},
-      {"log-error", Boolean(cl.log.error)},
   };
   AddResidencyFlags(s, table);
+  AddLogFlags(cl.log, table);
   AddTraceFlags(cl.trace_flags, table);
+  AddApiFlags(cl, table);
   return table;
 }
 
@@ -411,6 +435,8 @@ HTTP
   --http-server-key=<path>       PEM private key for HTTPS
   --http-root-cert=<path>        PEM CA certificate(s) that sign client certificates
   --http-use-ssl-mutual=<bool>   require a client certificate signed by --http-root-cert (default false)
+  --status-page=<bool>           serve the status page at GET / and its JSON at GET /inferd/status
+                                 (default true; docs/status_page.md)
 
 gRPC
   --allow-grpc=<bool>            serve KServe v2 gRPC (default true)
@@ -497,14 +523,20 @@ Tracing (docs/tracing.md)
   --trace-file, --trace-level, --trace-rate, --trace-count, --trace-log-frequency
                                  deprecated (Triton's) forms; --trace-config wins
 
-Logging (stderr; docs: README.md)
+Logging (stderr; docs/logging.md; changed at run time through /v2/logging)
   --log-verbose=<n>              verbose messages up to level n (default 0: none); 1: model
-                                 loads and unloads, start-up and shutdown steps; 2: also
-                                 every HTTP request
+                                 loads and unloads, start-up and shutdown steps, each
+                                 inference request's path (decode, queue, batch, execution,
+                                 response); 2: also every HTTP request, requested outputs and
+                                 response tensors
   --log-info=<bool>              informational messages (default true); the "listening on"
                                  lines are printed regardless
   --log-warning=<bool>           warnings (default true)
   --log-error=<bool>             errors (default true)
+  --log-format=<format>          default ("inferd: ..." lines), ISO8601 (the same after a UTC
+                                 timestamp) or json (one JSON object per line)
+  --log-file=<path>              append the log to this file instead of stderr (the
+                                 "listening on" lines go to stderr too)
 
   --help                         this text
 )";

@@ -23,6 +23,7 @@ struct CommandLine {
   http::HttpServerOptions http;
   size_t http_max_json_depth = 100;
   RestrictedApis http_restricted;  // --http-restricted-api
+  bool status_page = true;         // --status-page (GET /, docs/status_page.md)
   bool allow_grpc = true;
   grpc_frontend::GrpcServer::Options grpc;  // address, port, keepalive
   bool allow_metrics = true;
@@ -35,7 +36,7 @@ struct CommandLine {
   // not given), combined into server.response_cache_bytes.
   std::vector<std::string> cache_config;
   int64_t response_cache_byte_size = -1;
-  LogSettings log;  // --log-verbose, --log-info, --log-warning, --log-error (core/log.h)
+  LogSettings log;  // --log-verbose, -info, -warning, -error, -format, -file (core/log.h)
   // --trace-config and the deprecated --trace-* flags as given, and the
   // settings they make (trace/trace_config.h; trace.warnings to be logged).
   trace::TraceFlags trace_flags;

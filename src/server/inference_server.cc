@@ -91,7 +91,8 @@ std::vector<std::string> InferenceServer::Extensions() const {
           "parameters",
           "statistics",
           "classification",
-          "trace"};
+          "trace",
+          "logging"};
 }
 
 Status InferenceServer::Start() {
@@ -284,7 +285,7 @@ StatusOr<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std:
   for (const auto& mv : manager_->ServingVersionsOf(name)) {
     if (version >= 0 && mv->version() != version) continue;
     out.push_back(ModelStatistics{mv->spec().name, mv->version(), mv->stats().Snapshot(),
-                                  mv->load_seconds(), mv->layout()});
+                                  mv->load_seconds(), mv->spec().instance_count, mv->layout()});
   }
   if (!name.empty() && out.empty()) {
     if (version >= 0 && !manager_->ServingVersionsOf(name).empty()) {

@@ -114,6 +114,7 @@ struct ModelStatistics {
   int64_t version = 0;
   ModelStatsSnapshot stats;
   double load_seconds = 0;  // how long the version took to load
+  int instance_count = 0;   // instances across its instance groups
   // The automatic instance layout in force; none when the config fixes
   // the instances (docs/instance_layout.md).
   std::optional<LayoutState> layout{};
@@ -149,6 +150,7 @@ class InferenceServer {
   bool IsReady() const;
   bool IsShuttingDown() const { return shutting_down_.load(); }
   const std::string& id() const { return options_.id; }
+  ModelControlMode control_mode() const { return options_.control_mode; }
   static const char* Version();
   std::vector<std::string> Extensions() const;
 

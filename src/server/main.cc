@@ -101,6 +101,7 @@ Status StartHttp(const CommandLine& cl, InferenceServer& server, Services& s) {
   api_options.max_input_size = cl.http.max_body_bytes;
   api_options.max_json_depth = cl.http_max_json_depth;
   api_options.restricted = cl.http_restricted;
+  api_options.status_page = cl.status_page;
   s.api = std::make_unique<http::HttpApi>(server, api_options);
   s.http = std::make_unique<http::HttpServer>(
       cl.http,
@@ -253,6 +254,9 @@ int main(int argc, char** argv) {
     std::cout << CommandLineUsage();
     return 0;
   }
-  SetLogSettings(cl->log);
+  if (Status log = OpenLogFile(cl->log); !log.ok()) {
+    INFERD_LOG(Error) << log.message();
+    return 2;
+  }
   return Serve(*cl);
 }

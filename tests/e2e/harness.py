@@ -5,9 +5,10 @@ Standard library only.  Provides:
 * ``Server``: the one process launcher of the Python tests.  Starts ``inferd``
   (on 127.0.0.1 with ``--http-port 0`` unless told otherwise; a command prefix,
   gRPC and a log file on request), parses the ``inferd: HTTP listening on
-  <address>:<port>`` line from stderr (read in a thread; everything else is kept
-  for failure diagnostics), stops it with SIGTERM, and fails the stop on a
-  sanitizer report or an unclean exit (``SanitizerReport``).
+  <address>:<port>`` line from stderr (in any --log-format: ``plain_line``; read
+  in a thread; everything else is kept for failure diagnostics), stops it with
+  SIGTERM, and fails the stop on a sanitizer report or an unclean exit
+  (``SanitizerReport``).
 * The canonical test repository (``tests/data/models``): ``copy_test_models``,
   ``read_test_config``, ``standard_repository``; builders for variants on top
   (``write_model``, ``model_config``, ``add_sub_config``, ``identity_config``).
@@ -52,6 +53,27 @@ HTTP_TIMEOUT_S = 15.0
 LISTEN_RE = re.compile(r"^inferd: HTTP listening on (.+):(\d+)\s*$")
 GRPC_LISTEN_RE = re.compile(r"^inferd: gRPC listening on (.+):(\d+)\s*$")
 GRPC_NOT_SERVED_RE = re.compile(r"^inferd: gRPC is not served")
+
+# inferd's log formats (--log-format, docs/logging.md): "inferd: ..." lines, the same after an
+# ISO 8601 timestamp, or one JSON object per line. plain_line turns a line of any of them into
+# the default form, so that the listening lines are found whatever the format.
+ISO8601_PREFIX_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z ")
+JSON_LEVEL_PREFIX = {"error": "inferd: error: ", "warning": "inferd: warning: ",
+                     "info": "inferd: ", "verbose": "inferd: verbose: "}
+
+
+def plain_line(line):
+    """`line` in inferd's default log format (unchanged if it is in it, or not inferd's)."""
+    if line.startswith("{"):
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return line
+        if isinstance(obj, dict) and isinstance(obj.get("message"), str):
+            return JSON_LEVEL_PREFIX.get(obj.get("level"), "inferd: ") + obj["message"]
+        return line
+    m = ISO8601_PREFIX_RE.match(line)
+    return line[m.end():] if m else line
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,7 +197,7 @@ class Server:
     def _wait_grpc(self, deadline):
         # gRPC starts right after HTTP; a build without it says so instead.
         while time.monotonic() < deadline:
-            for line in self.log():
+            for line in map(plain_line, self.log()):
                 m = GRPC_LISTEN_RE.match(line)
                 if m:
                     self.grpc_port = int(m.group(2))
@@ -198,7 +220,7 @@ class Server:
                         self._log_file.write(tag + line + "\n")
                         self._log_file.flush()
                 if parse and not self._listening.is_set():
-                    m = LISTEN_RE.match(line)
+                    m = LISTEN_RE.match(plain_line(line))
                     if m:
                         self.port = int(m.group(2))
                         self._listening.set()
@@ -295,6 +317,10 @@ class Server:
         with self._lock:
             return list(self._lines)
 
+    def plain_log(self):
+        """log() with each line in the default format (plain_line)."""
+        return [plain_line(line) for line in self.log()]
+
     def log_tail(self, n=60):
         lines = self.log()
         return "---- inferd output (last %d of %d lines) ----\n%s" % (
@@ -339,8 +365,8 @@ class MetricsListener:
 
     def start(self):
         super().start()
-        line = wait_until(lambda: next((m for m in map(METRICS_LINE.match, self.log()) if m), None),
-                          10, 0.05)
+        line = wait_until(lambda: next((m for m in map(METRICS_LINE.match, self.plain_log()) if m),
+                                       None), 10, 0.05)
         if not line:
             self.stop()
             raise ServerError("no 'metrics listening' line\n" + self.log_tail())

@@ -200,7 +200,8 @@ class HealthAndMetadataTest(ServerTestCase):
         self.assertOk(self.client.get("/v2/models/simple/ready"))
 
     def test_unknown_route(self):
-        for path in ("/v2/nothing", "/v3", "/", "/v2/models", "/v2/health/dead"):
+        # ("/" is the status page: tests/e2e/test_status_page.py.)
+        for path in ("/v2/nothing", "/v3", "/inferd", "/v2/models", "/v2/health/dead"):
             with self.subTest(path=path):
                 self.assertStatus(self.client.get(path), 404, "GET " + path)
 

@@ -1,11 +1,17 @@
-"""inferd's log levels end to end: --log-verbose, --log-info, --log-warning, --log-error.
+"""inferd's log end to end: --log-verbose, --log-info, --log-warning, --log-error, and the
+formats of --log-format (default, ISO8601, json) and --log-file.
 
 Lines (src/core/log.h): "inferd: error: ...", "inferd: warning: ...", "inferd: ..." (info),
-"inferd: verbose: ...". The "listening on" lines are printed whatever the flags (launchers read
-the ports from them), so every server here is found by the harness as usual.
+"inferd: verbose: ..."; ISO8601 puts a UTC timestamp before them; json writes one object per
+line. The "listening on" lines are printed whatever the flags (launchers read the ports from
+them), in the chosen format (the harness reads all three). The logging extension, which changes
+these at run time: test_logging_api.py.
 """
+import json
 import os
+import re
 import shutil
+import subprocess
 import tempfile
 import unittest
 
@@ -104,6 +110,102 @@ class LogLevelsTest(unittest.TestCase):
                     self.assertTrue(errors and "--http-server-cert" in errors[0], server.log())
                 else:
                     self.assertFalse(errors, server.log())
+
+
+JSON_KEYS = {"time", "level", "component", "message"}
+TIME_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+ISO_LINE_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z inferd: ")
+
+
+class LogFormatsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="inferd-e2e-logfmt-")
+        cls.repo = harness.copy_test_models(os.path.join(cls.tmp, "models"), ["simple"])
+        harness.write_model(cls.repo, "broken", BROKEN)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def serve(self, *args, request_id="fmt-1"):
+        """Starts inferd (HTTP and gRPC) with `args`, makes one inference, stops it; returns
+        its stderr lines."""
+        server = harness.GrpcServer(self.repo, ["--strict-readiness=false"] + list(args))
+        try:
+            server.start()
+            req, _ = harness.simple_request(list(range(16)), [1] * 16, request_id=request_id)
+            self.assertEqual(server.client().infer("simple", req).status, 200)
+        finally:
+            self.assertEqual(server.stop(), 0, server.log_tail())
+        lines = server.log()
+        self.assertFalse([l for l in lines if l.startswith("[stdout] ")], lines)
+        return lines
+
+    def test_json_every_line_is_an_object_with_the_fields(self):
+        lines = self.serve("--log-format=json", "--log-verbose=2", request_id='json "1"')
+        objects = []
+        for line in lines:
+            obj = json.loads(line)  # every line, the listening lines included
+            self.assertTrue(JSON_KEYS <= set(obj), line)
+            self.assertRegex(obj["time"], TIME_RE)
+            self.assertIn(obj["level"], ("error", "warning", "info", "verbose"))
+            self.assertEqual("verbose_level" in obj, obj["level"] == "verbose", line)
+            objects.append(obj)
+        messages = [o["message"] for o in objects]
+        self.assertTrue(any(m.startswith("HTTP listening on 127.0.0.1:") for m in messages))
+        self.assertTrue(any(m.startswith("gRPC listening on 127.0.0.1:") for m in messages))
+        self.assertIn("model 'broken' is UNAVAILABLE",
+                      " ".join(o["message"] for o in objects if o["level"] == "warning"))
+        self.assertEqual(objects[-1]["message"], "stopped")
+        # The request's lines carry its model and id, from each component on its path.
+        mine = [o for o in objects if o.get("request_id") == 'json "1"']
+        self.assertTrue(all(o["model"] == "simple" for o in mine), mine)
+        self.assertEqual({o["component"] for o in mine}, {"http", "scheduler"}, mine)
+        self.assertGreaterEqual(len(mine), 5, mine)
+        self.assertTrue(all("model" not in o for o in objects if o["component"] == "server"))
+
+    def test_iso8601_prefixes_every_line(self):
+        lines = self.serve("--log-format=ISO8601")
+        for line in lines:
+            self.assertRegex(line, ISO_LINE_RE)
+        plain = [harness.plain_line(l) for l in lines]
+        self.assertTrue(any(l.startswith("inferd: warning: model 'broken'") for l in plain))
+        self.assertEqual(plain[-1], "inferd: stopped")
+
+    def test_default_lines_are_unchanged_by_the_request_path(self):
+        lines = self.serve("--log-verbose=1", request_id="plain-1")
+        self.assertIn("inferd: verbose: HTTP request: model 'simple' version latest, id 'plain-1',"
+                      " inputs INPUT0 INT32 [1,16], INPUT1 INT32 [1,16]", lines)
+        self.assertEqual(lines[-1], "inferd: stopped")
+
+    def test_log_file_gets_the_lines_and_stderr_keeps_the_listening_ones(self):
+        path = os.path.join(self.tmp, "inferd.log")
+        with open(path, "w") as f:
+            f.write("kept\n")
+        server = harness.Server(self.repo, ["--strict-readiness=false", "--log-file=" + path])
+        try:
+            server.start()
+            self.assertEqual(server.client().get("/v2/logging").json()["log_file"], path)
+        finally:
+            self.assertEqual(server.stop(), 0, server.log_tail())
+        with open(path) as f:
+            in_file = f.read().splitlines()
+        self.assertEqual(in_file[0], "kept")
+        self.assertTrue(any(l.startswith("inferd: HTTP listening on 127.0.0.1:") for l in in_file))
+        self.assertTrue(any(l.startswith("inferd: warning: model 'broken'") for l in in_file))
+        self.assertEqual(in_file[-1], "inferd: stopped")
+        on_stderr = server.log()
+        self.assertTrue(on_stderr and all("listening on" in l for l in on_stderr), on_stderr)
+
+    def test_bad_flags(self):
+        for flag, needle in (("--log-format=xml", "--log-format must be default, ISO8601 or json"),
+                             ("--log-file=/nonexistent-dir/inferd.log", "/nonexistent-dir")):
+            with self.subTest(flag=flag):
+                done = subprocess.run([harness.INFERD_BIN, "--model-repository", self.repo, flag],
+                                      capture_output=True, text=True, timeout=30)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(needle, done.stderr)
 
 
 if __name__ == "__main__":

@@ -376,17 +376,24 @@ TEST_F(GrpcRpcTest, ModelStatistics) {
       HasError(stub().ModelStatistics(&bad_ctx, req, &r), StatusCode::INVALID_ARGUMENT, "version"));
 }
 
-TEST_F(GrpcRpcTest, NotYetServedRpcsAreUnimplemented) {
-  auto expect = [](const grpc::Status& s, const char* what) {
-    EXPECT_TRUE(HasError(s, StatusCode::UNIMPLEMENTED, "not supported")) << what;
-  };
-  {
-    grpc::ClientContext ctx;
-    SetDeadline(ctx);
-    inference::LogSettingsResponse r;
-    expect(stub().LogSettings(&ctx, {}, &r), "LogSettings");
+// The logging extension (tests/e2e/test_logging_api.py has the rest): an
+// empty request changes nothing and answers all six keys, typed.
+TEST_F(GrpcRpcTest, LogSettingsAnswersEveryKey) {
+  grpc::ClientContext ctx;
+  SetDeadline(ctx);
+  inference::LogSettingsResponse r;
+  ASSERT_GRPC_OK(stub().LogSettings(&ctx, {}, &r));
+  using Value = inference::LogSettingsResponse::SettingValue;
+  const std::pair<const char*, Value::ParameterChoiceCase> keys[] = {
+      {"log_file", Value::kStringParam},          {"log_info", Value::kBoolParam},
+      {"log_warning", Value::kBoolParam},         {"log_error", Value::kBoolParam},
+      {"log_verbose_level", Value::kUint32Param}, {"log_format", Value::kStringParam}};
+  EXPECT_EQ(r.settings_size(), 6);
+  for (const auto& [key, kind] : keys) {
+    ASSERT_TRUE(r.settings().contains(key)) << key;
+    EXPECT_EQ(r.settings().at(key).parameter_choice_case(), kind) << key;
   }
-  ExpectStillServing();
+  EXPECT_EQ(r.settings().at("log_format").string_param(), "default");
 }
 
 // The trace extension is served (tests/e2e/test_trace.py has the rest).

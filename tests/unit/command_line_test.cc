@@ -192,9 +192,29 @@ TEST(CommandLineTest, LogFlags) {
     const std::string name = std::string(bad).substr(0, std::string(bad).find('='));
     EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
   }
-  for (const char* flag : {"--log-verbose", "--log-info", "--log-warning", "--log-error"}) {
+  for (const char* flag : {"--log-verbose", "--log-info", "--log-warning", "--log-error",
+                           "--log-format", "--log-file"}) {
     EXPECT_NE(CommandLineUsage().find(flag), std::string::npos) << flag;
   }
+}
+
+TEST(CommandLineTest, LogFormatAndFile) {
+  auto cl = ParseCommandLine({"--model-repository=/m"});
+  ASSERT_TRUE(cl.ok()) << cl.status().message();
+  EXPECT_EQ(cl->log.format, LogFormat::kDefault);
+  EXPECT_EQ(cl->log.file, "");
+  for (auto [value, format] :
+       {std::pair{"default", LogFormat::kDefault}, std::pair{"ISO8601", LogFormat::kIso8601},
+        std::pair{"json", LogFormat::kJson}}) {
+    cl = ParseCommandLine({"--model-repository=/m", std::string("--log-format=") + value,
+                           "--log-file", "/var/log/inferd.log"});
+    ASSERT_TRUE(cl.ok()) << cl.status().message();
+    EXPECT_EQ(cl->log.format, format) << value;
+    EXPECT_EQ(cl->log.file, "/var/log/inferd.log");
+  }
+  auto bad = ParseCommandLine({"--model-repository=/m", "--log-format=xml"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--log-format"), std::string::npos);
 }
 
 // The response cache (docs/response_cache.md): both of Triton's flags, and

@@ -4,11 +4,11 @@
 #include <google/protobuf/stubs/logging.h>
 #include <grpcpp/grpcpp.h>
 
-#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 
+#include "core/log.h"
 #include "core/sanitize.h"
 #include "frontend/grpc/capped_listener.h"
 #include "frontend/grpc/grpc_services.h"
@@ -36,9 +36,14 @@ int SecondsToMs(int secs) { return secs * 1000; }
 void ProtobufLog(google::protobuf::LogLevel level, const char* file, int line,
                  const std::string& message) {
   if (message.find("invalid UTF-8") != std::string::npos) return;
-  std::fprintf(stderr, "inferd: protobuf %s:%d: %s%s\n", file, line,
-               level >= google::protobuf::LOGLEVEL_ERROR ? "error: " : "",
-               EscapeControl(message).c_str());
+  const bool error = level >= google::protobuf::LOGLEVEL_ERROR;
+  const LogLevel at = error                                         ? LogLevel::kError
+                      : level == google::protobuf::LOGLEVEL_WARNING ? LogLevel::kWarning
+                                                                    : LogLevel::kInfo;
+  const std::string where = std::string(file ? file : "") + ":" + std::to_string(line) + ": ";
+  // The text formats keep the line this always was.
+  LogPassOn(at, "protobuf", "protobuf " + where + (error ? "error: " : "") + EscapeControl(message),
+            where + message);
 }
 
 // Reads a PEM file named by `flag`; the error names the flag and the path,

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "core/request_log.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_trace.h"
 #include "frontend/grpc/infer_call.h"
@@ -21,10 +22,6 @@ namespace {
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(ToGrpcStatus(s));
   return reactor;
-}
-
-::grpc::ServerUnaryReactor* NotServed(::grpc::CallbackServerContext* ctx, const char* what) {
-  return FinishNow(ctx, Unimplemented(std::string(what) + " is not supported by this server yet"));
 }
 
 // Parses the version or finishes the call with the error.
@@ -182,6 +179,7 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
     if (auto v = ParseModelVersion(request->model_version()); v.ok()) {
       if (Status m = server_.CheckModel(request->model_name(), *v); !m.ok()) s = m;
     }
+    LogRefusedRequest("grpc", "gRPC", request->model_name(), s);
     return FinishNow(ctx, s);
   }
   // One response per call: a decoupled model is refused (Triton's text).
@@ -194,7 +192,8 @@ InferenceService::InferenceService(InferenceServer& server, StreamRegistry& stre
     decoded->request->trace = trace;
     call->set_trace(std::move(trace));
   }
-  server_.Infer(std::move(decoded->request), InferCall::MakeSink(call));
+  auto sink = LogDecodedRequest("grpc", "gRPC", *decoded->request, InferCall::MakeSink(call));
+  server_.Infer(std::move(decoded->request), std::move(sink));
   if (auto* done = call->FinishIfCompleted(ctx)) return done;
   return call.get();
 }
@@ -371,13 +370,6 @@ InferenceService::ModelStreamInfer(Ctx* ctx) {
 }
 
 // TraceSetting: grpc_trace.cc.
-
-::grpc::ServerUnaryReactor* InferenceService::LogSettings(Ctx* ctx,
-                                                          const inference::LogSettingsRequest*,
-                                                          inference::LogSettingsResponse*) {
-  if (auto* denied = DenyUnary(ctx, restricted_, ApiGroup::kLogging)) return denied;
-  return NotServed(ctx, "the logging extension (LogSettings)");
-}
 
 // ---- HealthService -------------------------------------------------------------
 

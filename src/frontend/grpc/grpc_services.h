@@ -78,6 +78,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   // Not served: UNIMPLEMENTED with a message naming the extension.
   Reactor* TraceSetting(Ctx*, const inference::TraceSettingRequest*,
                         inference::TraceSettingResponse*) override;
+  // The logging extension (grpc_logging.cc).
   Reactor* LogSettings(Ctx*, const inference::LogSettingsRequest*,
                        inference::LogSettingsResponse*) override;
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <thread>
 
+#include "core/request_log.h"
 #include "core/response_sink.h"
 #include "frontend/grpc/grpc_codec.h"
 #include "frontend/grpc/grpc_trace.h"
@@ -188,6 +189,7 @@ class StreamInferReactor final
     const auto received = std::chrono::steady_clock::now();
     auto self = shared_from_this();
     auto reject = [&](const Status& s) {
+      LogRefusedRequest("grpc", "gRPC stream", name, s);
       if (slot->decoupled) return Emit(slot, s, nullptr, true, /*rejected=*/true);
       Complete(slot, s, nullptr, /*rejected=*/true);
     };
@@ -210,7 +212,9 @@ class StreamInferReactor final
     }
     slot->infer_thread = std::this_thread::get_id();
     slot->in_infer.store(true, std::memory_order_release);
-    server_.Infer(std::move(decoded->request), std::make_unique<StreamSink>(std::move(self), slot));
+    auto sink = LogDecodedRequest("grpc", "gRPC stream", *decoded->request,
+                                  std::make_unique<StreamSink>(std::move(self), slot));
+    server_.Infer(std::move(decoded->request), std::move(sink));
     slot->in_infer.store(false, std::memory_order_release);
   }
 

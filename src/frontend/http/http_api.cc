@@ -5,6 +5,7 @@
 
 #include "core/base64.h"
 #include "core/log.h"
+#include "core/request_log.h"
 #include "core/sanitize.h"
 #include "core/version_string.h"
 #include "frontend/http/compression.h"
@@ -13,6 +14,7 @@
 #include "frontend/http/infer_codec.h"
 #include "frontend/http/json_encode.h"
 #include "frontend/http/json_parameters.h"
+#include "status/status_service.h"
 #include "trace/tracing_sink.h"
 
 namespace inferd::http {
@@ -121,6 +123,11 @@ const HttpApi::Route HttpApi::kRoutes[] = {
     {"GET", "/v2/cudasharedmemory[/region/{region}]/status", &HttpApi::CudaShmStatus},
     {"POST", "/v2/cudasharedmemory[/region/{region}]/register", &HttpApi::CudaShmRegister},
     {"POST", "/v2/cudasharedmemory[/region/{region}]/unregister", &HttpApi::CudaShmUnregister},
+    {"GET", "/v2/logging", &HttpApi::Logging},
+    {"POST", "/v2/logging", &HttpApi::Logging},
+    // inferd's own: the status page and its JSON (docs/status_page.md).
+    {"GET", "/", &HttpApi::StatusPage},
+    {"GET", "/inferd/status", &HttpApi::StatusJson},
 };
 
 HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
@@ -129,11 +136,12 @@ HttpApi::HttpApi(InferenceServer& server, HttpApiOptions options)
     Status s = router_.Add(kRoutes[i].method, kRoutes[i].pattern, i);
     if (!s.ok()) std::abort();  // a typo in the table above, caught by every test
   }
+  if (options_.status_page) status_ = std::make_unique<status::StatusService>(server_);
 }
 
 void HttpApi::Handle(HttpRequest req, const std::shared_ptr<HttpResponder>& responder) {
-  INFERD_VLOG(2) << "HTTP " << EscapeControl(Bounded(req.method)) << " "
-                 << EscapeControl(Bounded(req.path));
+  INFERD_VLOG_CTX(2, "http") << "HTTP " << EscapeControl(Bounded(req.method)) << " "
+                             << EscapeControl(Bounded(req.path));
   if (!options_.restricted.empty()) {
     if (auto group = HttpApiGroup(req.path)) {  // --http-restricted-api
       Status allowed = options_.restricted.Check(*group, [&](std::string_view key) {
@@ -223,7 +231,10 @@ void HttpApi::ModelInfer(const HttpRequest& req, const PathParams& p, const Resp
 
 void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int64_t version,
                           std::shared_ptr<HttpResponder> responder) {
-  auto fail = [&](const Status& s) { responder->Send(FromStatus(s)); };
+  auto fail = [&](const Status& s) {
+    LogRefusedRequest("http", "HTTP", model, s);
+    responder->Send(FromStatus(s));
+  };
   // An unknown model is reported as such, whatever the body holds.
   if (Status m = server_.CheckModel(model, version); !m.ok()) return fail(m);
   std::shared_ptr<std::string> body = req.body;
@@ -280,7 +291,8 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
                                                         trace::activity::kHttpSendEnd);
     }
   }
-  server_.Infer(std::move(decoded->request), std::move(sink));
+  auto logged = LogDecodedRequest("http", "HTTP", *decoded->request, std::move(sink));
+  server_.Infer(std::move(decoded->request), std::move(logged));
 }
 
 // ---- repository extension (through the control plane) ------------------------------

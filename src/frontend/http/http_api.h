@@ -28,17 +28,25 @@
 #include "frontend/restricted_api.h"
 #include "server/inference_server.h"
 
+namespace inferd::status {
+class StatusService;
+}
+
 namespace inferd::http {
 
 struct HttpApiOptions {
   size_t max_input_size = 64 << 20;  // also bounds a decompressed body
   size_t max_json_depth = 100;       // --http-max-json-depth
   RestrictedApis restricted;         // --http-restricted-api
+  // GET / (the status page) and GET /inferd/status (its JSON); false: both
+  // 404 and no sampler thread (--status-page=false; docs/status_page.md).
+  bool status_page = true;
 };
 
 class HttpApi {
  public:
   HttpApi(InferenceServer& server, HttpApiOptions options);
+  ~HttpApi();  // http_status.cc: stops the status page's sampler
   void Handle(HttpRequest request, const std::shared_ptr<HttpResponder>& responder);
 
  private:
@@ -76,6 +84,11 @@ class HttpApi {
   void CudaShmRegister(const HttpRequest&, const PathParams&,
                        const Responder&);  // http_cuda_shm.cc
   void CudaShmUnregister(const HttpRequest&, const PathParams&, const Responder&);
+  // Logging extension, GET and POST (http_logging.cc).
+  void Logging(const HttpRequest&, const PathParams&, const Responder&);
+  // The status page and its JSON (http_status.cc).
+  void StatusPage(const HttpRequest&, const PathParams&, const Responder&);
+  void StatusJson(const HttpRequest&, const PathParams&, const Responder&);
 
   void HandleInfer(const HttpRequest& req, const std::string& model, int64_t version,
                    std::shared_ptr<HttpResponder> responder);
@@ -83,6 +96,7 @@ class HttpApi {
   InferenceServer& server_;
   const HttpApiOptions options_;
   HttpRouter router_;
+  std::unique_ptr<status::StatusService> status_;  // null with status_page off
 };
 
 }  // namespace inferd::http

@@ -2,6 +2,7 @@
 // ModelGenerateStream; routes in http_api.cc): checks, decoding through
 // generate_codec, and the request handed to the server with its sink
 // (generate_sink.h). Errors before inference are plain JSON error bodies.
+#include "core/request_log.h"
 #include "core/version_string.h"
 #include "frontend/http/generate_codec.h"
 #include "frontend/http/generate_sink.h"
@@ -39,11 +40,14 @@ void HttpApi::HandleGenerate(const HttpRequest& req, const PathParams& p,
   if (!request.ok()) return fail(request.status());
   (*request)->cancel_flag = req.cancelled;  // a client that leaves cancels the request
   if (!stream) {
-    return server_.Infer(std::move(*request), std::make_unique<GenerateSink>(responder));
+    auto sink = LogDecodedRequest("http", "HTTP generate", **request,
+                                  std::make_unique<GenerateSink>(responder));
+    return server_.Infer(std::move(*request), std::move(sink));
   }
   auto sink = std::make_unique<GenerateStreamSink>(responder);
   auto returned = sink->handler_returned();
-  server_.Infer(std::move(*request), std::move(sink));
+  auto logged = LogDecodedRequest("http", "HTTP generate_stream", **request, std::move(sink));
+  server_.Infer(std::move(*request), std::move(logged));
   returned->store(true);
 }
 
