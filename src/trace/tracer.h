@@ -105,21 +105,24 @@ class Tracer {
   struct Specified {
     bool level = false, rate = false, count = false, log_frequency = false;
   };
-  // One setting object; replaced, never changed, on an update (its
-  // counters are atomics).
+  // One scope's settings and counters. Updated in place (Set, under
+  // write_mu_) so that Sample reads the global scope without a lock: every
+  // field is an atomic, and a sample that races an update may see a mix of
+  // old and new values, which is harmless for one request's decision.
   struct Scope {
-    Scope(const TraceSettingValues& v, const Specified& s, bool can_sample)
-        : values(v), specified(s), valid(can_sample), count_left(v.count) {}
-    const TraceSettingValues values;
-    const Specified specified;
-    const bool valid;  // level on and able to sample by rate
+    std::atomic<uint32_t> level{kTraceLevelOff};
+    std::atomic<uint32_t> rate{1000};
+    std::atomic<uint32_t> log_frequency{0};
+    std::atomic<bool> valid{false};  // level on and able to trace
+    std::atomic<int64_t> count_left{-1};
     std::atomic<uint64_t> sample{0};
-    std::atomic<int64_t> count_left;
+    Specified specified;  // which fields are the scope's own (write_mu_)
+    void Set(const TraceSettingValues& v, const Specified& s, bool can_trace);
+    TraceSettingValues Values() const;  // count: what is left
   };
 
-  // The scope `values` would make; the reason it cannot trace, if any.
-  std::unique_ptr<Scope> MakeScope(const TraceSettingValues& v, const Specified& s,
-                                   std::string* invalid_reason) const;
+  // Whether `v` can trace ("": yes), in this mode.
+  std::string InvalidReason(const TraceSettingValues& v) const;
   // Rebuilds `model`'s scope from its own fields and the global ones.
   Status Rebuild(const std::string& model, const TraceSettingUpdate& update)
       INFERD_REQUIRES(write_mu_);
@@ -129,9 +132,10 @@ class Tracer {
   const std::shared_ptr<TraceCollector> collector_;
   const TraceSettingValues defaults_;  // the command line's
 
-  Mutex write_mu_;                // serialises updates
-  mutable std::shared_mutex mu_;  // scopes: shared by Sample/Get, exclusive to replace
-  std::unique_ptr<Scope> global_;
+  Mutex write_mu_;  // serialises updates
+  // The model scopes: shared by Sample/Get, exclusive to add or remove one.
+  mutable std::shared_mutex mu_;
+  Scope global_;  // never replaced: Sample reads it without mu_
   std::map<std::string, std::unique_ptr<Scope>, std::less<>> models_;
   std::atomic<bool> has_models_{false};
   std::atomic<bool> active_{false};

@@ -15,6 +15,7 @@
 #include "frontend/http/json_encode.h"
 #include "frontend/http/json_parameters.h"
 #include "status/status_service.h"
+#include "trace/tracing_sink.h"
 
 namespace inferd::http {
 namespace {
@@ -280,11 +281,15 @@ void HttpApi::HandleInfer(const HttpRequest& req, const std::string& model, int6
       "HTTP end point doesn't support models with decoupled transaction policy";
   const std::string* accept = req.Header("Accept-Encoding");
   const Encoding encoding = accept ? ChooseEncoding(*accept) : Encoding::kIdentity;
-  auto sink =
+  std::unique_ptr<InferResponseSink> sink =
       std::make_unique<HttpInferSink>(std::move(responder), std::move(decoded->encoding), encoding);
   if (server_.tracer().Active()) {  // tracing off: this load is all it costs
-    decoded->request->trace = SampleHttpRequest(server_.tracer(), req, model);
-    sink->set_trace(decoded->request->trace);
+    if (auto trace = SampleHttpRequest(server_.tracer(), req, model)) {
+      decoded->request->trace = trace;
+      sink = std::make_unique<trace::FrontendTraceSink>(std::move(sink), std::move(trace),
+                                                        trace::activity::kHttpSendStart,
+                                                        trace::activity::kHttpSendEnd);
+    }
   }
   auto logged = LogDecodedRequest("http", "HTTP", *decoded->request, std::move(sink));
   server_.Infer(std::move(decoded->request), std::move(logged));

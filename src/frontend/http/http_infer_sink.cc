@@ -3,14 +3,6 @@
 namespace inferd::http {
 
 void HttpInferSink::Complete(const Status& status, std::unique_ptr<InferResponse> response) {
-  if (!trace_) return Respond(status, std::move(response));
-  trace_->Stamp(trace::activity::kHttpSendStart);
-  Respond(status, std::move(response));
-  trace_->Stamp(trace::activity::kHttpSendEnd);
-  trace_.reset();
-}
-
-void HttpInferSink::Respond(const Status& status, std::unique_ptr<InferResponse> response) {
   auto fail = [&](const Status& s) {
     responder_->Send(ErrorResponse(HttpStatusFromCode(s.code()), s.message()));
   };

@@ -19,7 +19,6 @@
 #include "frontend/http/compression.h"
 #include "frontend/http/http_types.h"
 #include "frontend/http/infer_codec.h"
-#include "trace/request_trace.h"
 
 namespace inferd::http {
 
@@ -35,13 +34,7 @@ class HttpInferSink final : public SingleResponseSink<HttpInferSink> {
 
   void Complete(const Status& status, std::unique_ptr<InferResponse> response);
 
-  // A traced request's trace: HTTP_SEND_START before encoding, HTTP_SEND_END
-  // once the response is handed to the transport; released then.
-  void set_trace(std::shared_ptr<trace::RequestTrace> trace) { trace_ = std::move(trace); }
-
  private:
-  void Respond(const Status& status, std::unique_ptr<InferResponse> response);
-  std::shared_ptr<trace::RequestTrace> trace_;
   const std::shared_ptr<HttpResponder> responder_;
   const OutputEncoding encoding_;
   const Encoding compression_;
