@@ -11,35 +11,11 @@
 namespace inferd::trace {
 namespace {
 
+// The log's JSON escaping: also keeps a request id that is not UTF-8 from
+// making the file invalid JSON.
 void AppendJsonString(std::string& out, std::string_view s) {
   out.push_back('"');
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
+  out += JsonEscapeLog(s);
   out.push_back('"');
 }
 
