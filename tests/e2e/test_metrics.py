@@ -23,7 +23,7 @@ import urllib.request
 
 import yaml
 
-from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, MetricsServer, Server, ServerTestCase, add_sub_config, http_request_bytes,
+from harness import (REPO_ROOT, SIMPLE_CONFIG, Client, MetricsServer, ServerTestCase, add_sub_config, http_request_bytes,
                      model_config, raw_connect, wait_until, write_model)
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -347,13 +347,19 @@ class MetricsTest(MetricsServerTestCase):
         rejected = statuses.count(503)
         self.assertGreaterEqual(rejected, 1, statuses)
         # CANCELED: a queued request whose client hangs up.
+        # Waits on the server's own queue and in-flight figures (/inferd/status)
+        # rather than on sleeps, so that a loaded machine cannot reorder the
+        # two requests: the first executes (500 ms), the second is queued
+        # behind it when its client hangs up.
         busy = threading.Thread(target=lambda: self.server.client().infer("slow", one_input(1)))
         busy.start()
-        time.sleep(0.15)
+        self.assertTrue(wait_until(lambda: self.slow_figures() == (0, 1), 10, 0.01),
+                        "the first request to 'slow' did not start executing" + self.diag())
         s = raw_connect(self.server.port)
         s.sendall(http_request_bytes("POST", "/v2/models/slow/infer",
                                      json.dumps(one_input(2)).encode()))
-        time.sleep(0.1)
+        self.assertTrue(wait_until(lambda: self.slow_figures()[0] == 1, 10, 0.01),
+                        "the second request to 'slow' was not queued" + self.diag())
         s.close()
         busy.join(10)
         failed = lambda m, reason: (scrape(self.server).value(  # noqa: E731
@@ -373,6 +379,13 @@ class MetricsTest(MetricsServerTestCase):
                                     model="tiny_queue", version="1"), statuses.count(200))
         self.assertEqual(self.delta(before, after, "nv_inference_request_success",
                                     model="simple_string", version="1"), 0)
+
+    def slow_figures(self):
+        """(queue, in-flight) of slow version 1, from the status endpoint."""
+        for m in self.client.get("/inferd/status").json()["models"]:
+            if m["name"] == "slow" and m["version"] == "1":
+                return m["queue"], m["inflight"]
+        return None
 
     def test_load_failures(self):
         s = scrape(self.server)
