@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "core/log_control.h"
+#include "log_capture.h"
 
 namespace inferd {
 namespace {
@@ -122,38 +123,7 @@ TEST(LogFormatTest, FormatNames) {
   EXPECT_FALSE(ParseLogFormat(""));
 }
 
-// Points the log at a temporary file for one test and restores the settings.
-class LogOutputTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_ = GetLogSettings();
-    file_ = std::tmpfile();
-    ASSERT_NE(file_, nullptr);
-    Configure(LogSettings{});
-  }
-  void TearDown() override {
-    SetLogSettings(saved_);
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  void Configure(LogSettings s) {
-    s.fd = fileno(file_);
-    SetLogSettings(s);
-  }
-  std::string Written() {
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    off_t at = 0;
-    while ((n = pread(fileno(file_), buf, sizeof(buf), at)) > 0) {
-      out.append(buf, static_cast<size_t>(n));
-      at += n;
-    }
-    return out;
-  }
-
-  LogSettings saved_;
-  FILE* file_ = nullptr;
-};
+using LogOutputTest = LogCaptureTest;
 
 TEST_F(LogOutputTest, ContextMacrosCarryTheFieldsAndEvaluateNothingWhenOff) {
   LogSettings s;

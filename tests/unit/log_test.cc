@@ -9,43 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "log_capture.h"
+
 namespace inferd {
 namespace {
 
-// Points the log at a temporary file for one test and restores the settings.
-class LogTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    saved_ = GetLogSettings();
-    file_ = std::tmpfile();
-    ASSERT_NE(file_, nullptr);
-    Configure(LogSettings{});
-  }
-  void TearDown() override {
-    SetLogSettings(saved_);
-    if (file_ != nullptr) std::fclose(file_);
-  }
-  // `s` with the fd of this test's file.
-  void Configure(LogSettings s) {
-    s.fd = fileno(file_);
-    SetLogSettings(s);
-  }
-  // Everything written so far.
-  std::string Written() {
-    std::string out;
-    char buf[65536];
-    ssize_t n;
-    off_t at = 0;
-    while ((n = pread(fileno(file_), buf, sizeof(buf), at)) > 0) {
-      out.append(buf, static_cast<size_t>(n));
-      at += n;
-    }
-    return out;
-  }
-
-  LogSettings saved_;
-  FILE* file_ = nullptr;
-};
+using LogTest = LogCaptureTest;
 
 TEST_F(LogTest, DefaultsAreTritons) {
   const LogSettings d;
