@@ -40,7 +40,7 @@ install: build
 # $(BUILD_DIR)/images/ (docs/images.md): Debian 12 packages (mmdebstrap, from
 # the host's apt mirror; the root filesystem is cached in
 # /var/cache/inferd/images) and this release build, assembled with buildah.
-# IMAGE_VARIANTS=pytorch and/or cuda add inferd-pytorch / inferd-cuda.
+# IMAGE_VARIANTS=full and/or cuda add inferd-full (every backend, with libtorch) / inferd-cuda.
 IMAGE_VARIANTS ?=
 image: build
 	IMAGE_VARIANTS='$(IMAGE_VARIANTS)' ./scripts/build-images.sh $(BUILD_DIR)

@@ -19,10 +19,13 @@
 # They are assembled with buildah in a private store under OUT_DIR, which is
 # removed afterwards.
 #
+# The default inferd image has every backend of the build but two whose
+# Debian libraries would more than double it (docs/images.md, sizes): pytorch
+# (libtorch) and image (OpenCV's imgcodecs, which links GDAL, Poppler, HDF5,
+# GDCM, OpenEXR, libheif and x265 to decode JPEG and PNG).
 # IMAGE_VARIANTS (space or comma separated) adds:
-#   pytorch  inferd-pytorch.oci.tar: inferd with the pytorch backend, on a
-#            root filesystem that also holds Debian's libtorch (about 1 GB;
-#            kept out of the default image for that reason).
+#   full     inferd-full.oci.tar: inferd with every backend of the build, on a
+#            root filesystem that also holds libtorch and those libraries.
 #   cuda     inferd-cuda.oci.tar: inferd from a CUDA build of BUILD_DIR, set up
 #            for the NVIDIA container toolkit (the driver comes from the host).
 # IMAGE_TAG (default: the project version) tags the images.
@@ -45,8 +48,8 @@ SUITE=bookworm
 
 for v in $IMAGE_VARIANTS; do
   case "$v" in
-    pytorch | cuda) ;;
-    *) die "unknown IMAGE_VARIANTS entry '$v' (known: pytorch, cuda)" ;;
+    full | cuda) ;;
+    *) die "unknown IMAGE_VARIANTS entry '$v' (known: full, cuda)" ;;
   esac
 done
 want() {
@@ -118,11 +121,11 @@ tree() { # NAME FILE...: the image tree NAME with FILEs under /opt/inferd
     cp -a "$P/$f" "$WORK/$name/opt/inferd/$f"
   done
 }
-default_backends=""
+default_backends="" heavy_backends=""
 for f in "$P/$BACKENDS"/*; do
   b=$BACKENDS/$(basename "$f")
   case "$b" in
-    */libinferd_pytorch.so) ;; # libtorch: only in the pytorch variant
+    */libinferd_pytorch.so | */libinferd_image.so) heavy_backends="$heavy_backends $b" ;;
     *) default_backends="$default_backends $b" ;;
   esac
 done
@@ -131,10 +134,11 @@ tree inferd bin/inferd $default_backends
 mkdir -p "$WORK/inferd/models"
 tree infer-gateway bin/infer-gateway
 tree inferd-discovery bin/inferd-discovery
-if want pytorch; then
-  [ -f "$P/$BACKENDS/libinferd_pytorch.so" ] ||
-    die "IMAGE_VARIANTS=pytorch: $BUILD_DIR has no pytorch backend (libtorch-dev missing at configure time?)"
-  tree inferd-pytorch "$BACKENDS/libinferd_pytorch.so"
+if want full; then
+  [ -n "$heavy_backends" ] ||
+    die "IMAGE_VARIANTS=full: $BUILD_DIR has neither the pytorch nor the image backend (libtorch-dev, OpenCV missing at configure time?)"
+  # shellcheck disable=SC2086
+  tree inferd-full-backends $heavy_backends
 fi
 
 # ---- runtime packages ----------------------------------------------------------------
@@ -150,18 +154,30 @@ packages_of() {
     fi
     awk '$2 == "=>" && $3 ~ /^\// {print $3}' "$WORK/ldd" >>"$WORK/libs"
   done
-  : >"$WORK/owners"
+  # One dpkg-query for all (each call reads dpkg's whole file list): ldd may
+  # name /lib/... for a file dpkg knows as /usr/lib/... (merged /usr), or a
+  # symbolic link's name, so each library is asked for under all four names.
+  : >"$WORK/names"
   # shellcheck disable=SC2013 # paths without blanks
   for lib in $(sort -u "$WORK/libs"); do
-    # usrmerge: ldd may name /lib/... for a file dpkg knows as /usr/lib/...
-    dpkg-query -S "$lib" >>"$WORK/owners" 2>/dev/null ||
-      dpkg-query -S "$(readlink -f "$lib")" >>"$WORK/owners" 2>/dev/null ||
-      dpkg-query -S "/usr$lib" >>"$WORK/owners" 2>/dev/null ||
+    real=$(readlink -f "$lib")
+    printf '%s\n' "$lib" "$real" "/usr$lib" "/usr$real" >>"$WORK/names"
+  done
+  # shellcheck disable=SC2046
+  dpkg-query -S $(sort -u "$WORK/names") >"$WORK/owners" 2>/dev/null || true
+  # shellcheck disable=SC2013
+  for lib in $(sort -u "$WORK/libs"); do
+    real=$(readlink -f "$lib")
+    grep -qF -e ": $lib" -e ": $real" -e ": /usr$lib" -e ": /usr$real" "$WORK/owners" ||
       die "$lib (needed by $*): no Debian package owns it, so the image could not have it"
   done
   sed 's/: .*//' "$WORK/owners" | tr ', ' '\n' | sed -e '/^$/d' -e 's/:amd64$//' | sort -u
 }
-files_of() { find "$WORK/$1" -type f \( -perm -u+x -o -name '*.so*' \); }
+files_of() { # the ELF files of the image tree $1
+  find "$WORK/$1" -type f | while read -r f; do
+    [ "$(head -c 4 "$f" | tail -c 3)" != ELF ] || echo "$f"
+  done
+}
 # shellcheck disable=SC2046
 base_packages=$(packages_of $(files_of inferd) $(files_of infer-gateway) $(files_of inferd-discovery))
 # Loaded with dlopen, so ldd does not see them: libcurl for s3:// repositories,
@@ -184,7 +200,14 @@ base_packages="$base_packages usr-is-merged"
 # rebuilt), no documentation but the copyright files, no man pages or
 # translations; the user inferd; no apt lists or logs. The dpkg database stays,
 # for image scanners to read.
-MMDEBSTRAP_OPTS="--variant=essential --mode=root --format=tar
+# OpenCV's core library links libGL (for its OpenGL interop, which no backend
+# uses), and Debian's libglx0 depends on Mesa's GL driver, which brings LLVM
+# and Z3: 180 MB that are only ever loaded when a program creates a GL
+# context. The hook purges that driver stack (libGL itself stays, so the
+# libraries still resolve: tests/cluster/test_image.py runs ldd in the image).
+MMDEBSTRAP_OPTS="--variant=essential
+--mode=root
+--format=tar
 --dpkgopt=path-exclude=/usr/share/doc/*
 --dpkgopt=path-include=/usr/share/doc/*/copyright
 --dpkgopt=path-exclude=/usr/share/man/*
@@ -193,6 +216,7 @@ MMDEBSTRAP_OPTS="--variant=essential --mode=root --format=tar
 --dpkgopt=path-exclude=/usr/share/lintian/*
 --dpkgopt=path-exclude=/usr/share/bash-completion/*
 --customize-hook=chroot \$1 dpkg --purge usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl perl libperl5.36 perl-modules-5.36 >/dev/null
+--customize-hook=chroot \$1 dpkg --purge --force-depends libglx-mesa0 libgl1-mesa-dri libllvm15 libz3-4 >/dev/null 2>&1
 --customize-hook=echo inferd:x:10001:10001:inferd:/nonexistent:/usr/sbin/nologin >>\$1/etc/passwd
 --customize-hook=echo inferd:x:10001: >>\$1/etc/group
 --customize-hook=echo inferd:*:19000:0:99999:7::: >>\$1/etc/shadow
@@ -257,11 +281,11 @@ image() {
     shift
   done
   port_args=""
-  for p in $ports; do port_args="$port_args --port $p"; done
+  for p in $ports; do port_args="$port_args --port $p/tcp"; done
   # Numeric user, so that Kubernetes can check runAsNonRoot without reading
   # /etc/passwd.
   # shellcheck disable=SC2086
-  $BUILDAH config --user 10001:10001 --workdir /opt/inferd \
+  $BUILDAH config --user 10001:10001 --workingdir /opt/inferd \
     --entrypoint "$entrypoint" --cmd "$cmd" $port_args \
     --env PATH=/opt/inferd/bin:/usr/bin:/bin $extra_env \
     --label org.opencontainers.image.title="$title" \
@@ -294,17 +318,17 @@ if want cuda; then
     '["--model-repository=/models"]' "8000 8001 8002" \
     NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
 fi
-if want pytorch; then
-  # Its own root filesystem (default packages + libtorch's): one more layer
-  # on top of the shared one would need a file-level diff of two dpkg
-  # installs; a second base is simple and exact.
-  torch_packages=$(packages_of "$WORK/inferd-pytorch/opt/inferd/$BACKENDS/libinferd_pytorch.so")
+if want full; then
+  # Its own root filesystem (default packages + the heavy backends'): one
+  # more layer on top of the shared one would need a file-level diff of two
+  # dpkg installs; a second base is simple and exact.
+  # shellcheck disable=SC2046
+  full_packages=$(packages_of $(files_of inferd-full-backends))
   # shellcheck disable=SC2086
-  torch_tar=$(rootfs $base_packages $torch_packages)
-  base_image localhost/inferd-pytorch-base "$torch_tar"
-  mv "$WORK/inferd-pytorch" "$WORK/inferd-pytorch-backend"
-  cp -a "$WORK/inferd" "$WORK/inferd-pytorch"
-  image inferd-pytorch localhost/inferd-pytorch-base "inferd (with the pytorch backend)" \
+  full_tar=$(rootfs $base_packages $full_packages)
+  base_image localhost/inferd-full-base "$full_tar"
+  cp -a "$WORK/inferd" "$WORK/inferd-full"
+  image inferd-full localhost/inferd-full-base "inferd (every backend)" \
     '["/opt/inferd/bin/inferd"]' '["--model-repository=/models"]' "8000 8001 8002" \
-    -- inferd-pytorch-backend
+    -- inferd-full-backends
 fi
