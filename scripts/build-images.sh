@@ -292,7 +292,6 @@ image() {
     --label org.opencontainers.image.version="$VERSION" \
     --label org.opencontainers.image.revision="$REVISION" \
     --label org.opencontainers.image.created="$CREATED" \
-    --label org.opencontainers.image.licenses="see /usr/share/doc/*/copyright" \
     --label org.opencontainers.image.description="$title, Debian $SUITE, built by scripts/build-images.sh" \
     --created-by "scripts/build-images.sh" "$c"
   rm -f "$OUT_DIR/$name.oci.tar"
