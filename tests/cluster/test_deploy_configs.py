@@ -43,6 +43,9 @@ from deploy_render import DEPLOY, KUBECTL, by_kind, flag, render  # noqa: E402
 # The discovery overlay's checks live in their own file; importing the class
 # runs them with the rest.
 from discovery_overlay_checks import DiscoveryOverlayTest  # noqa: E402,F401
+# The middleman component (infer-gateway in the inferd pod) likewise.
+import middleman_component_checks  # noqa: E402
+MiddlemanComponentTest = middleman_component_checks.MiddlemanComponentTest
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
