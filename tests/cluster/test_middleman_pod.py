@@ -4,8 +4,8 @@ infer-gateway in one pod, images through shared memory) run as two processes
 on this host, with the container args taken from the rendered overlay.
 
 Only what a host cannot have is substituted, each substitution checked to
-apply: the ports (free loopback ports instead of 8000-8002, 8080-8081, and
-the gateway's --inferd-url pointing at inferd's new gRPC port), the bind
+apply: the ports (0, the kernel's pick, instead of 8000-8002 and 8080-8081,
+and the gateway's --inferd-url pointing at the port inferd got), the bind
 addresses (127.0.0.1), the model repository (examples/models instead of the
 /models volume, explicit control mode loading the two pipelines and their
 steps instead of `none` loading all 20 models), inferd's drain delay (0: the test stops it)
@@ -24,7 +24,6 @@ kustomize >= v3.7, and `make models` (examples/models, examples/data)."""
 import os
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -53,19 +52,6 @@ def why_skip():
     return pu.examples_missing()
 
 
-def free_ports(n):
-    """n distinct loopback ports free right now (bound, then released)."""
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def replace_flag(args, name, value, style):
     """args with the value of --name replaced (style '=': --name=v; ' ': two
     items); the flag must be there exactly once."""
@@ -88,32 +74,41 @@ def replace_flag(args, name, value, style):
     return out
 
 
-def pod_commands(docs, ports, repo, models):
-    """(inferd argv, gateway argv, what was rendered) from the rendered pod;
-    `ports`: dict http, grpc, metrics, gw_http, gw_grpc -> free port."""
+def pod_containers(docs):
     pod = by_kind(docs, "Deployment", "inferd")["spec"]["template"]["spec"]
-    cs = {c["name"]: c for c in pod["containers"]}
-    inferd, gw = cs["inferd"], cs["infer-gateway"]
-    rendered_port = {p["name"]: p["containerPort"] for c in cs.values() for p in c["ports"]}
-    a = list(inferd["args"])
+    return {c["name"]: c for c in pod["containers"]}
+
+
+def inferd_command(cs, repo, models):
+    """inferd's argv from the rendered container: ports 0 (the kernel picks;
+    the listening lines say which), loopback addresses, `repo` instead of
+    the /models volume, explicit mode loading `models`, no drain delay."""
+    a = list(cs["inferd"]["args"])
     a = replace_flag(a, "model-repository", repo, "=")
     a = replace_flag(a, "model-control-mode", "explicit", "=")
     a = replace_flag(a, "drain-delay-secs", 0, "=")
     for name in ("http", "grpc", "metrics"):
-        a = replace_flag(a, name + "-port", ports[name], "=")
+        a = replace_flag(a, name + "-port", 0, "=")
     a += ["--load-model=" + m for m in models]
     a += ["--http-address=127.0.0.1", "--grpc-address=127.0.0.1", "--metrics-address=127.0.0.1"]
-    g = list(gw["args"])
-    # The gateway must dial inferd's gRPC port on the pod's loopback, as rendered.
-    want_url = "127.0.0.1:%d" % rendered_port["grpc"]
-    if g[g.index("--inferd-url") + 1] != want_url:
-        raise AssertionError("the gateway dials %s, not %s" % (g[g.index("--inferd-url") + 1], want_url))
-    g = replace_flag(g, "inferd-url", "127.0.0.1:%d" % ports["grpc"], " ")
-    g = replace_flag(g, "http-port", ports["gw_http"], " ")
-    g = replace_flag(g, "grpc-port", ports["gw_grpc"], " ")
+    return [INFERD_BIN] + a
+
+
+def gateway_command(cs, inferd_grpc_port):
+    """The gateway's argv from the rendered container: it must dial inferd's
+    gRPC containerPort on the pod's loopback, which becomes the port inferd
+    got here; its own ports 0, loopback addresses, the digits labels."""
+    g = list(cs["infer-gateway"]["args"])
+    rendered = {p["name"]: p["containerPort"] for p in cs["inferd"]["ports"]}["grpc"]
+    url = g[g.index("--inferd-url") + 1]
+    if url != "127.0.0.1:%d" % rendered:
+        raise AssertionError("the gateway dials %s, not inferd's 127.0.0.1:%d" % (url, rendered))
+    g = replace_flag(g, "inferd-url", "127.0.0.1:%d" % inferd_grpc_port, " ")
+    g = replace_flag(g, "http-port", 0, " ")
+    g = replace_flag(g, "grpc-port", 0, " ")
     g += ["--http-address", "127.0.0.1", "--grpc-address", "127.0.0.1",
           "--labels", "digits_pipeline=" + LABELS]
-    return [INFERD_BIN] + a, [pu.GATEWAY_BIN] + g, {"inferd": inferd["args"], "gateway": gw["args"]}
+    return [pu.GATEWAY_BIN] + g
 
 
 def wait_until(predicate, timeout, what, process=None):
@@ -140,6 +135,11 @@ class Process:
     def log(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
+
+    def port(self, program, what):
+        """The port of `program: WHAT listening on 127.0.0.1:PORT`, once printed."""
+        m = re.search(r"^%s: %s listening on 127\.0\.0\.1:(\d+)$" % (program, what), self.log(), re.M)
+        return int(m.group(1)) if m else None
 
     def stop(self, timeout=30):
         """SIGTERM, wait; returns the exit code (None if it had to be killed)."""
@@ -174,26 +174,29 @@ class MiddlemanPodTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="inferd-mm-pod-")
         cls.inferd = cls.gateway = None
         # Explicit mode loads what it is told, ensembles' steps included.
-        pipelines = list(pu.DIGITS_MODELS)
+        models = list(pu.DIGITS_MODELS)
         if HAVE_RESNET:
-            pipelines += ["resnet50_preprocess", "resnet50", "resnet50_pipeline"]
-        names = ("http", "grpc", "metrics", "gw_http", "gw_grpc")
-        cls.ports = dict(zip(names, free_ports(len(names))))
-        cls.inferd_argv, cls.gateway_argv, cls.rendered = pod_commands(
-            render("middleman"), cls.ports, pu.EXAMPLES, pipelines)
+            models += ["resnet50_preprocess", "resnet50", "resnet50_pipeline"]
+        cs = pod_containers(render("middleman"))
+        cls.inferd_argv = inferd_command(cs, pu.EXAMPLES, models)
         try:
             cls.inferd = Process(cls.inferd_argv, os.path.join(cls.tmp, "inferd.log"))
-            cls.direct = Client(cls.ports["http"], persistent=True)
-            wait_until(lambda: cls.inferd.proc.poll() is not None or _ok(cls.direct, "/v2/health/ready"),
-                       120, "inferd ready", cls.inferd)
+            # inferd listens once its models have loaded.
+            wait_until(lambda: cls.inferd.proc.poll() is not None or (
+                cls.inferd.port("inferd", "HTTP") and cls.inferd.port("inferd", "gRPC")),
+                120, "inferd listening", cls.inferd)
             if cls.inferd.proc.poll() is not None:
                 raise AssertionError("inferd exited:\n" + cls.inferd.log())
+            cls.direct = Client(cls.inferd.port("inferd", "HTTP"), persistent=True)
+            wait_until(lambda: _ok(cls.direct, "/v2/health/ready"), 30, "inferd ready", cls.inferd)
+            cls.gateway_argv = gateway_command(cs, cls.inferd.port("inferd", "gRPC"))
             cls.gateway = Process(cls.gateway_argv, os.path.join(cls.tmp, "gateway.log"))
-            cls.gw = Client(cls.ports["gw_http"], persistent=True)
-            wait_until(lambda: cls.gateway.proc.poll() is not None or _ok(cls.gw, "/health/ready"),
-                       30, "the gateway ready", cls.gateway)
+            wait_until(lambda: cls.gateway.proc.poll() is not None or cls.gateway.port("infer-gateway", "HTTP"),
+                       30, "the gateway listening", cls.gateway)
             if cls.gateway.proc.poll() is not None:
                 raise AssertionError("infer-gateway exited:\n" + cls.gateway.log())
+            cls.gw = Client(cls.gateway.port("infer-gateway", "HTTP"), persistent=True)
+            wait_until(lambda: _ok(cls.gw, "/health/ready"), 30, "the gateway ready", cls.gateway)
         except BaseException:
             cls.tearDownClass()
             raise
