@@ -43,6 +43,9 @@ from deploy_render import DEPLOY, KUBECTL, by_kind, flag, render  # noqa: E402
 # The discovery overlay's checks live in their own file; importing the class
 # runs them with the rest.
 from discovery_overlay_checks import DiscoveryOverlayTest  # noqa: E402,F401
+# The kubelet fragment (deploy/kubernetes/kubelet/) and the gpu overlay's --cpu-set.
+from kubelet_checks import GpuOverlayAffinityTest, KubeletConfigTest  # noqa: E402,F401
+KUBELET_CHECKS = (GpuOverlayAffinityTest, KubeletConfigTest)  # run here with the rest
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
