@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -57,6 +58,19 @@ std::optional<CpuSet> CgroupCpus(const std::string& cgroup_root) {
   return *set;
 }
 
+std::map<int, int> CoreKeys(const CpuSet& set, const std::string& sysfs_root) {
+  std::map<int, int> keys;
+  for (int c : set.cpus()) {
+    std::ifstream f(sysfs_root + "/devices/system/cpu/cpu" + std::to_string(c) +
+                    "/topology/thread_siblings_list");
+    std::stringstream text;
+    if (!(text << f.rdbuf())) continue;
+    auto siblings = ParseCpuList(text.str(), "thread_siblings_list");
+    if (siblings.ok() && siblings->contains(c)) keys[c] = siblings->cpus().front();
+  }
+  return keys;
+}
+
 Status PinCurrentThread(const CpuSet& set) {
   CpuMask mask;
   for (int c : set.cpus()) CPU_SET_S(c, mask.bytes, mask.set);
@@ -70,16 +84,19 @@ void NameCurrentThread(const std::string& name) {
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
 }
 
-void SetCpuPlacement(CpuPlacement p) {
+void SetCpuPlacement(CpuSet set, bool pin) {
+  CoreGroups cores = GroupByCore(set, CoreKeys(set));
   std::lock_guard<std::mutex> lock(placement_mu);
-  placement = std::move(p);
+  placement = CpuPlacement{std::move(set), pin, std::move(cores)};
 }
 
 CpuPlacement CurrentCpuPlacement() {
   std::lock_guard<std::mutex> lock(placement_mu);
   if (!placement) {
     auto allowed = AllowedCpus();
-    placement = CpuPlacement{allowed.ok() ? *allowed : CpuSet(), false};
+    CpuSet set = allowed.ok() ? *allowed : CpuSet();
+    CoreGroups cores = GroupByCore(set, CoreKeys(set));
+    placement = CpuPlacement{std::move(set), false, std::move(cores)};
   }
   return *placement;
 }
@@ -100,7 +117,7 @@ void StartInstanceThread(const std::string& model, size_t index) {
 void PinInstanceSlice(const std::string& model, size_t index, int active) {
   const CpuPlacement p = CurrentCpuPlacement();
   if (!p.pin) return;
-  const CpuSet slice = InstanceSlice(p.set, index, active);
+  const CpuSet slice = InstanceSlice(p.cores, index, active);
   if (Status s = PinCurrentThread(slice); !s.ok()) {
     INFERD_LOG(Warning) << s.message();
     return;

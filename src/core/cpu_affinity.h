@@ -17,6 +17,7 @@
 // the thread as it was.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -35,6 +36,11 @@ StatusOr<CpuSet> AllowedCpus();
 // nullopt where there is none to read. For the start-up log only.
 std::optional<CpuSet> CgroupCpus(const std::string& cgroup_root = "/sys/fs/cgroup");
 
+// CPU -> a key shared by the hyper-threads of its core (the lowest CPU of
+// <sysfs_root>/devices/system/cpu/cpu<N>/topology/thread_siblings_list), for
+// the CPUs of `set` whose file can be read.
+std::map<int, int> CoreKeys(const CpuSet& set, const std::string& sysfs_root = "/sys");
+
 // Sets the calling thread's affinity.
 Status PinCurrentThread(const CpuSet& set);
 
@@ -44,10 +50,11 @@ void NameCurrentThread(const std::string& name);
 struct CpuPlacement {
   CpuSet set;        // the CPUs; its size sizes thread layouts
   bool pin = false;  // whether instance threads are pinned
+  CoreGroups cores;  // `set` by physical core (CoreKeys), for the slices
 };
 
-// Set once by main, before other threads start.
-void SetCpuPlacement(CpuPlacement placement);
+// Set once by main, before other threads start (reads the cores' topology).
+void SetCpuPlacement(CpuSet set, bool pin);
 // The placement; before SetCpuPlacement (unit tests, tools): the allowed
 // CPUs, not pinned.
 CpuPlacement CurrentCpuPlacement();
@@ -64,7 +71,7 @@ void StartInstanceThread(const std::string& model, size_t index);
 
 // Before an execution of instance `index` when the automatic layout has
 // `active` instances taking batches (and that changed since the thread last
-// pinned): when pinning, pins it to InstanceSlice(set, index, active).
+// pinned): when pinning, pins it to InstanceSlice(cores, index, active).
 void PinInstanceSlice(const std::string& model, size_t index, int active);
 
 }  // namespace inferd

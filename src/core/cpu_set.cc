@@ -130,17 +130,42 @@ StatusOr<CpuSet> ResolveCpuSet(const CpuSetChoice& choice, const CpuSet& allowed
   return choice.list;
 }
 
-CpuSet InstanceSlice(const CpuSet& set, size_t index, int active) {
-  if (active < 1 || index >= static_cast<size_t>(active) || set.empty()) return set;
-  const size_t n = set.size(), k = static_cast<size_t>(active);
-  // Cut points i*n/k: contiguous parts covering the set, sizes floor or ceil
-  // of n/k. With more instances than CPUs, neighbours share a CPU.
-  size_t begin = index * n / k, end = (index + 1) * n / k;
-  if (end == begin) end = begin + 1;
-  begin = std::min(begin, n - 1);
-  end = std::min(end, n);
-  return CpuSet(std::vector<int>(set.cpus().begin() + static_cast<std::ptrdiff_t>(begin),
-                                 set.cpus().begin() + static_cast<std::ptrdiff_t>(end)));
+CoreGroups GroupByCore(const CpuSet& set, const std::map<int, int>& core_of) {
+  std::map<int, std::vector<int>> by_key;  // key -> CPUs; a core's lowest CPU comes first
+  for (int c : set.cpus()) {
+    auto it = core_of.find(c);
+    by_key[it == core_of.end() ? c : it->second].push_back(c);
+  }
+  CoreGroups cores;
+  for (auto& [key, cpus] : by_key) cores.push_back(std::move(cpus));
+  std::sort(cores.begin(), cores.end());  // by lowest CPU (each group is ascending)
+  return cores;
+}
+
+CpuSet InstanceSlice(const CoreGroups& cores, size_t index, int active) {
+  std::vector<int> all;
+  for (const auto& core : cores) all.insert(all.end(), core.begin(), core.end());
+  if (active < 1 || index >= static_cast<size_t>(active) || all.empty()) return CpuSet(all);
+  const size_t k = static_cast<size_t>(active);
+  // Part `index` of n items cut at i*n/k: contiguous parts covering them,
+  // sizes floor or ceil of n/k; with n < k, one item each (shared).
+  auto part = [&](size_t n) {
+    size_t begin = index * n / k, end = (index + 1) * n / k;
+    if (end == begin) end = begin + 1;
+    begin = std::min(begin, n - 1);
+    return std::make_pair(begin, std::min(end, n));
+  };
+  std::vector<int> slice;
+  if (cores.size() >= k) {
+    const auto [begin, end] = part(cores.size());
+    for (size_t i = begin; i < end; ++i)
+      slice.insert(slice.end(), cores[i].begin(), cores[i].end());
+  } else {
+    const auto [begin, end] = part(all.size());
+    slice.assign(all.begin() + static_cast<std::ptrdiff_t>(begin),
+                 all.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  return CpuSet(std::move(slice));
 }
 
 }  // namespace inferd

@@ -9,6 +9,7 @@
 // InvalidArgument and name the flag, or the CPU that is not allowed.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -70,10 +71,22 @@ StatusOr<CpuSetChoice> ParseCpuSetFlag(const std::string& value);
 // must not be empty.
 StatusOr<CpuSet> ResolveCpuSet(const CpuSetChoice& choice, const CpuSet& allowed);
 
-// The slice of `set` for instance `index` when the first `active` instances
-// of an automatic layout take batches: `set` cut into `active` contiguous,
-// disjoint parts that cover it (sizes differ by at most one). An index at or
-// past `active` (an inactive instance), or active < 1, gets the whole set.
-CpuSet InstanceSlice(const CpuSet& set, size_t index, int active);
+// The CPUs of a set grouped by physical core (the hyper-threads of one core
+// together), cores in the order of their lowest CPU.
+using CoreGroups = std::vector<std::vector<int>>;
+
+// Groups `set` by core. `core_of` maps a CPU to a key its core's CPUs share
+// (core/cpu_affinity.h: the lowest CPU of sysfs thread_siblings_list); a CPU
+// it lacks is a core of its own.
+CoreGroups GroupByCore(const CpuSet& set, const std::map<int, int>& core_of);
+
+// The slice for instance `index` when the first `active` instances of an
+// automatic layout take batches: with at least `active` cores, the cores cut
+// into `active` contiguous, disjoint parts (sizes differ by at most one
+// core), so that no two instances share a core; with fewer cores, the CPUs
+// (in core order) cut the same way, neighbours sharing a CPU when there are
+// more instances than CPUs. An index at or past `active` (an inactive
+// instance), or active < 1, gets every CPU.
+CpuSet InstanceSlice(const CoreGroups& cores, size_t index, int active);
 
 }  // namespace inferd

@@ -249,7 +249,7 @@ bool PlaceOnCpus(const CommandLine& cl) {
                      << "; every thread on it, instances of automatic layouts on "
                      << "their own slices";
   }
-  SetCpuPlacement(CpuPlacement{std::move(*set), pin});
+  SetCpuPlacement(std::move(*set), pin);
   return true;
 }
 

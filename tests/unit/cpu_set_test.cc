@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/cpu_affinity.h"
@@ -112,27 +113,30 @@ TEST(ResolveCpuSetTest, NoneAndAutoAreTheAllowedSet) {
   EXPECT_EQ(*ResolveCpuSet(*ParseCpuSetFlag("auto"), allowed), allowed);
 }
 
+// Every CPU a core of its own (no topology known).
+CoreGroups Plain(const CpuSet& set) { return GroupByCore(set, {}); }
+
 TEST(InstanceSliceTest, DisjointContiguousSlices) {
   const CpuSet set({2, 3, 8, 9});
-  EXPECT_EQ(InstanceSlice(set, 0, 1), set);
-  EXPECT_EQ(InstanceSlice(set, 0, 2).ToString(), "2-3");
-  EXPECT_EQ(InstanceSlice(set, 1, 2).ToString(), "8-9");
-  EXPECT_EQ(InstanceSlice(set, 3, 4).ToString(), "9");
+  EXPECT_EQ(InstanceSlice(Plain(set), 0, 1), set);
+  EXPECT_EQ(InstanceSlice(Plain(set), 0, 2).ToString(), "2-3");
+  EXPECT_EQ(InstanceSlice(Plain(set), 1, 2).ToString(), "8-9");
+  EXPECT_EQ(InstanceSlice(Plain(set), 3, 4).ToString(), "9");
   // Inactive instances and no layout: the whole set.
-  EXPECT_EQ(InstanceSlice(set, 2, 2), set);
-  EXPECT_EQ(InstanceSlice(set, 0, 0), set);
+  EXPECT_EQ(InstanceSlice(Plain(set), 2, 2), set);
+  EXPECT_EQ(InstanceSlice(Plain(set), 0, 0), set);
 }
 
 TEST(InstanceSliceTest, EveryLayoutTilesTheSet) {
   for (int n = 1; n <= 17; ++n) {
     std::vector<int> cpus;
     for (int c = 0; c < n; ++c) cpus.push_back(10 + 2 * c);  // not contiguous numbers
-    const CpuSet set(cpus);
+    const CoreGroups cores = Plain(CpuSet(cpus));
     for (int k = 1; k <= n; ++k) {
       std::vector<int> seen;
       size_t smallest = SIZE_MAX, largest = 0;
       for (int i = 0; i < k; ++i) {
-        const CpuSet s = InstanceSlice(set, static_cast<size_t>(i), k);
+        const CpuSet s = InstanceSlice(cores, static_cast<size_t>(i), k);
         ASSERT_FALSE(s.empty()) << n << " CPUs, " << k << " instances, #" << i;
         smallest = std::min(smallest, s.size());
         largest = std::max(largest, s.size());
@@ -147,10 +151,51 @@ TEST(InstanceSliceTest, EveryLayoutTilesTheSet) {
 TEST(InstanceSliceTest, MoreInstancesThanCpusShare) {
   const CpuSet set({0, 1});
   for (int i = 0; i < 5; ++i) {
-    const CpuSet s = InstanceSlice(set, static_cast<size_t>(i), 5);
+    const CpuSet s = InstanceSlice(Plain(set), static_cast<size_t>(i), 5);
     ASSERT_EQ(s.size(), 1u);
     EXPECT_TRUE(set.contains(s.cpus()[0]));
   }
+}
+
+TEST(InstanceSliceTest, HyperThreadsOfACoreStayTogether) {
+  // 4 cores, hyper-threads N and N+32 (as on the reference node).
+  const CpuSet set({2, 3, 4, 5, 34, 35, 36, 37});
+  std::map<int, int> core_of;
+  for (int c : {2, 3, 4, 5}) core_of[c] = core_of[c + 32] = c;
+  const CoreGroups cores = GroupByCore(set, core_of);
+  EXPECT_EQ(cores, (CoreGroups{{2, 34}, {3, 35}, {4, 36}, {5, 37}}));
+  EXPECT_EQ(InstanceSlice(cores, 0, 2).ToString(), "2-3,34-35");
+  EXPECT_EQ(InstanceSlice(cores, 1, 2).ToString(), "4-5,36-37");
+  EXPECT_EQ(InstanceSlice(cores, 3, 4).ToString(), "5,37");
+  // 3 instances on 4 cores: whole cores, 1 + 1 + 2.
+  EXPECT_EQ(InstanceSlice(cores, 0, 3).ToString(), "2,34");
+  EXPECT_EQ(InstanceSlice(cores, 1, 3).ToString(), "3,35");
+  EXPECT_EQ(InstanceSlice(cores, 2, 3).ToString(), "4-5,36-37");
+  // More instances than cores: single hyper-threads, in core order.
+  EXPECT_EQ(InstanceSlice(cores, 0, 8).ToString(), "2");
+  EXPECT_EQ(InstanceSlice(cores, 1, 8).ToString(), "34");
+  EXPECT_EQ(InstanceSlice(cores, 7, 8).ToString(), "37");
+}
+
+TEST(CpuAffinityTest, ReadsTheCoresFromSysfs) {
+  const auto root =
+      std::filesystem::temp_directory_path() / ("cpu_topology_test_" + std::to_string(::getpid()));
+  for (int c : {0, 1, 2, 3}) {
+    const auto dir = root / ("devices/system/cpu/cpu" + std::to_string(c)) / "topology";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "thread_siblings_list") << (c % 2 == 0 ? "0,2\n" : "1,3\n");
+  }
+  const CpuSet set({0, 1, 2, 3, 9});  // CPU 9 has no file: a core of its own
+  const auto keys = CoreKeys(set, root.string());
+  EXPECT_EQ(keys, (std::map<int, int>{{0, 0}, {1, 1}, {2, 0}, {3, 1}}));
+  EXPECT_EQ(GroupByCore(set, keys), (CoreGroups{{0, 2}, {1, 3}, {9}}));
+  std::filesystem::remove_all(root);
+  // This machine's own files parse (or are missing): every CPU of the set keeps a core.
+  auto allowed = AllowedCpus();
+  ASSERT_TRUE(allowed.ok());
+  size_t cpus = 0;
+  for (const auto& core : GroupByCore(*allowed, CoreKeys(*allowed))) cpus += core.size();
+  EXPECT_EQ(cpus, allowed->size());
 }
 
 TEST(CpuAffinityTest, PinsTheCallingThreadOnly) {
