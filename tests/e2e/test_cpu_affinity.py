@@ -99,7 +99,9 @@ class CpuAffinityTest(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def start(self, args, prefix=()):
-        server = Server(self.repo, list(args), prefix=list(prefix)).start()
+        # Every front end on (gRPC, metrics), so that their threads exist too.
+        server = Server(self.repo, ["--allow-metrics=true", "--metrics-port=0"] + list(args),
+                        prefix=list(prefix), grpc_port=0).start()
         self.addCleanup(server.stop)
         client = Client(server.port)
         for model in ("fixed2", "amdahl"):
