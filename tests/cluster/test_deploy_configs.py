@@ -43,6 +43,8 @@ from deploy_render import DEPLOY, KUBECTL, by_kind, flag, render  # noqa: E402
 # The discovery overlay's checks live in their own file; importing the class
 # runs them with the rest.
 from discovery_overlay_checks import DiscoveryOverlayTest  # noqa: E402,F401
+# deploy/istio and the Istio protocol of every Service port (istio_checks.py).
+from istio_checks import IstioManifestTest, ServicePortProtocolTest  # noqa: E402,F401
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
