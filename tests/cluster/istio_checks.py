@@ -46,6 +46,103 @@ GRPC_SERVICE = "/inference.GRPCInferenceService/"
 STREAM_PATH = GRPC_SERVICE + "ModelStreamInfer"
 
 
+# The fields of Istio's API (istio.io/latest/docs/reference/config/) that an
+# object may use, nested as in YAML: a typo in a custom resource is pruned
+# without a word by the API server, silently dropping the setting. A tuple of
+# strings is an enum; LIST marks a list of the inner shape; ANY_KEY a map.
+LIST, ANY_KEY = "list", "*"
+DURATION, NUMBER, TEXT, BOOL = "duration", "number", "text", "bool"
+LOAD_BALANCER = {"simple": ("UNSPECIFIED", "RANDOM", "PASSTHROUGH", "ROUND_ROBIN", "LEAST_REQUEST", "LEAST_CONN"),
+                 "consistentHash": dict, "localityLbSetting": dict, "warmupDurationSecs": DURATION}
+CONNECTION_POOL = {
+    "tcp": {"maxConnections": NUMBER, "connectTimeout": DURATION, "maxConnectionDuration": DURATION,
+            "idleTimeout": DURATION, "tcpKeepalive": {"probes": NUMBER, "time": DURATION, "interval": DURATION}},
+    "http": {"http1MaxPendingRequests": NUMBER, "http2MaxRequests": NUMBER, "maxRequestsPerConnection": NUMBER,
+             "maxRetries": NUMBER, "idleTimeout": DURATION, "useClientProtocol": BOOL,
+             "maxConcurrentStreams": NUMBER, "h2UpgradePolicy": ("DEFAULT", "DO_NOT_UPGRADE", "UPGRADE")}}
+OUTLIER = {"splitExternalLocalOriginErrors": BOOL, "consecutiveLocalOriginFailures": NUMBER,
+           "consecutiveGatewayErrors": NUMBER, "consecutive5xxErrors": NUMBER, "interval": DURATION,
+           "baseEjectionTime": DURATION, "maxEjectionPercent": NUMBER, "minHealthPercent": NUMBER}
+TRAFFIC_POLICY = {"loadBalancer": LOAD_BALANCER, "connectionPool": CONNECTION_POOL, "outlierDetection": OUTLIER,
+                  "tls": dict, "portLevelSettings": (LIST, {"port": {"number": NUMBER}, "loadBalancer": LOAD_BALANCER,
+                                                            "connectionPool": CONNECTION_POOL,
+                                                            "outlierDetection": OUTLIER, "tls": dict})}
+STRING_MATCH = {"exact": TEXT, "prefix": TEXT, "regex": TEXT}
+SELECTOR = {"matchLabels": (ANY_KEY, TEXT)}
+FIELDS = {
+    "DestinationRule": {"host": TEXT, "trafficPolicy": TRAFFIC_POLICY, "subsets": (LIST, dict),
+                        "exportTo": (LIST, TEXT), "workloadSelector": SELECTOR},
+    "VirtualService": {"hosts": (LIST, TEXT), "gateways": (LIST, TEXT), "exportTo": (LIST, TEXT),
+                       "tls": (LIST, dict), "tcp": (LIST, dict),
+                       "http": (LIST, {
+                           "name": TEXT, "timeout": DURATION,
+                           "match": (LIST, {"name": TEXT, "uri": STRING_MATCH, "scheme": STRING_MATCH,
+                                            "method": STRING_MATCH, "authority": STRING_MATCH,
+                                            "headers": (ANY_KEY, STRING_MATCH), "port": NUMBER,
+                                            "queryParams": (ANY_KEY, STRING_MATCH), "ignoreUriCase": BOOL,
+                                            "sourceLabels": (ANY_KEY, TEXT), "gateways": (LIST, TEXT),
+                                            "sourceNamespace": TEXT, "statPrefix": TEXT}),
+                           "route": (LIST, {"destination": {"host": TEXT, "subset": TEXT, "port": {"number": NUMBER}},
+                                            "weight": NUMBER, "headers": dict}),
+                           "retries": {"attempts": NUMBER, "perTryTimeout": DURATION, "retryOn": TEXT,
+                                       "retryRemoteLocalities": BOOL, "retryIgnorePreviousHosts": BOOL,
+                                       "backoff": DURATION},
+                           "rewrite": dict, "redirect": dict, "headers": dict, "fault": dict, "mirror": dict,
+                           "mirrors": (LIST, dict), "mirrorPercentage": dict, "corsPolicy": dict})},
+    "PeerAuthentication": {"selector": SELECTOR,
+                           "mtls": {"mode": ("UNSET", "DISABLE", "PERMISSIVE", "STRICT")},
+                           "portLevelMtls": (ANY_KEY, {"mode": ("UNSET", "DISABLE", "PERMISSIVE", "STRICT")})},
+    "Telemetry": {"selector": SELECTOR, "targetRef": dict, "targetRefs": (LIST, dict),
+                  "metrics": (LIST, dict), "accessLogging": (LIST, dict),
+                  "tracing": (LIST, {"match": dict, "providers": (LIST, {"name": TEXT}),
+                                     "randomSamplingPercentage": NUMBER, "disableSpanReporting": BOOL,
+                                     "customTags": dict, "useRequestIdForTraceSampling": BOOL})},
+    "IstioOperator": {"meshConfig": {"enableTracing": BOOL, "extensionProviders": (LIST, {
+        "name": TEXT, "opentelemetry": {"service": TEXT, "port": NUMBER, "maxTagLength": NUMBER, "http": dict,
+                                        "grpc": dict, "resourceDetectors": dict, "dynatraceSampler": dict}})}},
+}
+
+
+def schema_errors(value, shape, path="spec"):
+    """Where `value` does not fit `shape` (the FIELDS notation): unknown
+    fields, values outside an enum, wrong types, unparsable durations."""
+    errors = []
+    if shape is dict:
+        return [] if isinstance(value, dict) else ["%s: not an object" % path]
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            return ["%s: not an object" % path]
+        for k, v in value.items():
+            if k not in shape:
+                errors.append("%s.%s: no such field" % (path, k))
+            else:
+                errors += schema_errors(v, shape[k], "%s.%s" % (path, k))
+        return errors
+    if isinstance(shape, tuple) and shape and shape[0] in (LIST, ANY_KEY):
+        if shape[0] == LIST:
+            if not isinstance(value, list):
+                return ["%s: not a list" % path]
+            for i, v in enumerate(value):
+                errors += schema_errors(v, shape[1], "%s[%d]" % (path, i))
+        else:
+            if not isinstance(value, dict):
+                return ["%s: not a map" % path]
+            for k, v in value.items():
+                errors += schema_errors(v, shape[1], "%s[%s]" % (path, k))
+        return errors
+    if isinstance(shape, tuple):
+        return [] if value in shape else ["%s: %r is not one of %s" % (path, value, "|".join(shape))]
+    if shape == DURATION:
+        ok = isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?(ms|s|m|h)", value)
+        return [] if ok else ["%s: %r is not a duration" % (path, value)]
+    if shape == NUMBER:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return [] if ok else ["%s: %r is not a number" % (path, value)]
+    if shape == BOOL:
+        return [] if isinstance(value, bool) else ["%s: %r is not a boolean" % (path, value)]
+    return [] if isinstance(value, str) else ["%s: %r is not a string" % (path, value)]
+
+
 def seconds(text):
     m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m|h)", str(text).strip())
     if not m:
@@ -129,6 +226,7 @@ class IstioManifestTest(unittest.TestCase):
                 self.assertIn(d.get("kind"), API_VERSIONS, name)
                 self.assertIn(d["apiVersion"], API_VERSIONS[d["kind"]], "%s: %s" % (name, d["kind"]))
                 self.assertIsInstance(d.get("spec"), dict, "%s: %s has no spec" % (name, d["kind"]))
+                self.assertEqual(schema_errors(d["spec"], FIELDS[d["kind"]]), [], "%s: %s" % (name, d["kind"]))
                 if name != MESH_CONFIG:
                     self.assertIn(d["kind"], APPLIED_KINDS)
                     self.assertTrue(d["metadata"]["name"])
@@ -337,6 +435,16 @@ class ServicePortProtocolTest(unittest.TestCase):
                 checked.append(overlay)
         for must in ("cpu", "gpu", "s3-repository", "discovery"):
             self.assertIn(must, checked)
+
+    def test_schema_finds_typos(self):
+        # The field check itself: what it must refuse.
+        dr = FIELDS["DestinationRule"]
+        self.assertEqual(schema_errors({"host": "h", "trafficPolicy": {"outlierDetection": {"consecutiveGatewayError": 5}}}, dr),
+                         ["spec.trafficPolicy.outlierDetection.consecutiveGatewayError: no such field"])
+        self.assertTrue(schema_errors({"trafficPolicy": {"loadBalancer": {"simple": "LEAST_REQUESTS"}}}, dr))
+        self.assertTrue(schema_errors({"trafficPolicy": {"connectionPool": {"http": {"idleTimeout": 30}}}}, dr))
+        self.assertTrue(schema_errors({"http": [{"retries": {"attempts": "2"}}]}, FIELDS["VirtualService"]))
+        self.assertEqual(schema_errors({"portLevelMtls": {"8002": {"mode": "PERMISSIVE"}}}, FIELDS["PeerAuthentication"]), [])
 
     def test_protocol_rules(self):
         # The rule itself, as Istio applies it: appProtocol first, then the name.
