@@ -48,6 +48,11 @@ from istio_checks import IstioManifestTest, ServicePortProtocolTest  # noqa: E40
 # The Rook model store component and the kubelet's $(VAR) expansion (rook_checks.py).
 from rook_checks import KubeletExpansionTest, RookModelStoreTest  # noqa: E402,F401
 
+# The imported check classes, named so that pyflakes sees them used (unittest
+# finds them in this module's namespace).
+IMPORTED_CHECKS = (DiscoveryOverlayTest, IstioManifestTest, ServicePortProtocolTest, KubeletExpansionTest,
+                   RookModelStoreTest)
+
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
 
