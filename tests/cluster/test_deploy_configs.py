@@ -47,11 +47,13 @@ from discovery_overlay_checks import DiscoveryOverlayTest  # noqa: E402,F401
 from istio_checks import IstioManifestTest, ServicePortProtocolTest  # noqa: E402,F401
 # The Rook model store component and the kubelet's $(VAR) expansion (rook_checks.py).
 from rook_checks import KubeletExpansionTest, RookModelStoreTest  # noqa: E402,F401
+# The kubelet fragment (deploy/kubernetes/kubelet/) and the gpu overlay's --cpu-set.
+from kubelet_checks import GpuOverlayAffinityTest, KubeletConfigTest  # noqa: E402,F401
 
 # The imported check classes, named so that pyflakes sees them used (unittest
 # finds them in this module's namespace).
 IMPORTED_CHECKS = (DiscoveryOverlayTest, IstioManifestTest, ServicePortProtocolTest, KubeletExpansionTest,
-                   RookModelStoreTest)
+                   RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest)
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
