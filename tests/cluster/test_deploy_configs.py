@@ -49,11 +49,13 @@ from istio_checks import IstioManifestTest, ServicePortProtocolTest  # noqa: E40
 from rook_checks import KubeletExpansionTest, RookModelStoreTest  # noqa: E402,F401
 # The kubelet fragment (deploy/kubernetes/kubelet/) and the gpu overlay's --cpu-set.
 from kubelet_checks import GpuOverlayAffinityTest, KubeletConfigTest  # noqa: E402,F401
+# The middleman component (infer-gateway in the inferd pod, middleman_component_checks.py).
+from middleman_component_checks import MiddlemanComponentTest  # noqa: E402,F401
 
 # The imported check classes, named so that pyflakes sees them used (unittest
 # finds them in this module's namespace).
 IMPORTED_CHECKS = (DiscoveryOverlayTest, IstioManifestTest, ServicePortProtocolTest, KubeletExpansionTest,
-                   RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest)
+                   RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest, MiddlemanComponentTest)
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
