@@ -51,11 +51,14 @@ from rook_checks import KubeletExpansionTest, RookModelStoreTest  # noqa: E402,F
 from kubelet_checks import GpuOverlayAffinityTest, KubeletConfigTest  # noqa: E402,F401
 # The middleman component (infer-gateway in the inferd pod, middleman_component_checks.py).
 from middleman_component_checks import MiddlemanComponentTest  # noqa: E402,F401
+# The reference deployment: both components composed (reference_overlay_checks.py).
+from reference_overlay_checks import ReferenceOverlayTest  # noqa: E402,F401
 
 # The imported check classes, named so that pyflakes sees them used (unittest
 # finds them in this module's namespace).
 IMPORTED_CHECKS = (DiscoveryOverlayTest, IstioManifestTest, ServicePortProtocolTest, KubeletExpansionTest,
-                   RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest, MiddlemanComponentTest)
+                   RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest, MiddlemanComponentTest,
+                   ReferenceOverlayTest)
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
