@@ -21,6 +21,9 @@ from deploy_render import (DEPLOY, KUBECTL, REPO_ROOT, by_kind, flag, kustomize_
 COMPONENTS_OK, COMPONENTS_WHY = kustomize_supports_components() if KUBECTL else (False, "")
 GATEWAY_DRAIN_S = 5      # middleman::Service::Stop's default drain (src/middleman/service.h)
 SHM_FLAG = "--allow-client-shm=true"
+KEY_VAR = "INFERD_SHM_API_KEY"
+RESTRICTIONS = ["--grpc-restricted-protocol=shared-memory:shm-key=$(%s)" % KEY_VAR,
+                "--http-restricted-api=shared-memory:shm-key=$(%s)" % KEY_VAR]
 
 
 def quantity_bytes(q):
@@ -141,10 +144,39 @@ class MiddlemanComponentTest(unittest.TestCase):
             self.assertEqual([a for a in args if a.startswith("--allow-client-shm")], [SHM_FLAG], name)
             under = "cpu" if name == "middleman" else name
             # Nothing of the overlay's list lost, reordered or changed.
-            self.assertEqual(args, plain_args[under] + [SHM_FLAG], name)
+            self.assertEqual(args, plain_args[under] + [SHM_FLAG] + RESTRICTIONS, name)
         base_names = {a.split("=", 1)[0] for a in base_inferd_args()}
         names = {a.split("=", 1)[0] for a in pod_of(self.docs)[2]["inferd"]["args"]}
         self.assertLessEqual(base_names, names)
+
+    def test_shared_memory_api_needs_the_gateways_key(self):
+        for name, docs in self.all_pods():
+            cs = pod_of(docs)[2]
+            refs = {}
+            for c in cs.values():
+                env = {e["name"]: e for e in c.get("env", [])}
+                self.assertIn(KEY_VAR, env, "%s: %s" % (name, c["name"]))
+                refs[c["name"]] = env[KEY_VAR]["valueFrom"]["secretKeyRef"]
+                # Never in a ConfigMap or the manifests: a Secret the operator creates.
+                self.assertNotIn("value", env[KEY_VAR])
+            self.assertEqual(refs["inferd"], refs["infer-gateway"], name)
+            self.assertFalse([d for d in docs if d["kind"] == "Secret"], name)
+            args = cs["inferd"]["args"]
+            restricted = {}
+            for a in args:
+                m = re.match(r"--(grpc-restricted-protocol|http-restricted-api)=([^:]+):([^=]+)=(.*)$", a)
+                if m:
+                    self.assertNotIn(m.group(1), restricted, "%s: one restriction per front end" % name)
+                    self.assertIn("shared-memory", m.group(2).split(","), a)
+                    restricted[m.group(1)] = (m.group(3), m.group(4))
+            self.assertEqual(set(restricted), {"grpc-restricted-protocol", "http-restricted-api"}, name)
+            key, value = restricted["grpc-restricted-protocol"]
+            self.assertEqual(value, "$(%s)" % KEY_VAR)
+            # The gateway sends exactly that metadata (inferd wants
+            # triton-grpc-protocol-<key> on gRPC) with the same value.
+            headers = [cs["infer-gateway"]["args"][i + 1] for i, a in enumerate(cs["infer-gateway"]["args"])
+                       if a == "--inferd-header"]
+            self.assertIn("triton-grpc-protocol-%s: $(%s)" % (key, KEY_VAR), headers, name)
 
     def test_the_overlays_own_settings_survive(self):
         gpu = pod_of(self.combined["gpu"])[2]["inferd"]

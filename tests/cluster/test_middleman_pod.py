@@ -12,11 +12,15 @@ steps instead of `none` loading all 20 models), inferd's drain delay (0: the tes
 and the pipeline labels. Every other flag runs as rendered: the shared-memory
 flags of both sides above all.
 
+The key of the shared-memory API (Secret inferd-shm-api-key) is made up
+here and resolved into both containers' args as the kubelet expands them.
+
 Checks: both pipelines answer through the gateway as inferd answers them
 directly (digits_pipeline with its labels, resnet50_pipeline's logits); the
 gateway's inputs went through shared memory (gateway_inputs_total), inferd's
 /v2/systemsharedmemory/status lists the gateway's regions over its object in
-/dev/shm; SIGTERM to the gateway unregisters them and removes the object.
+/dev/shm, and refuses its shared-memory API to callers without the key;
+SIGTERM to the gateway unregisters them and removes the object.
 
 Needs INFERD_BIN and INFER_GATEWAY_BIN (ctest sets them), kubectl with
 kustomize >= v3.7, and `make models` (examples/models, examples/data)."""
@@ -36,6 +40,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 from deploy_render import KUBECTL, by_kind, kustomize_supports_components, render  # noqa: E402
 from harness import INFERD_BIN, Client, parse_infer_response  # noqa: E402
+import kube_env  # noqa: E402
 import pipeline_util as pu  # noqa: E402
 
 LABELS = os.path.join(pu.EXAMPLES, "digits_pipeline", "labels.txt")
@@ -77,6 +82,19 @@ def replace_flag(args, name, value, style):
 def pod_containers(docs):
     pod = by_kind(docs, "Deployment", "inferd")["spec"]["template"]["spec"]
     return {c["name"]: c for c in pod["containers"]}
+
+
+def with_secret(container, secrets):
+    """`container` with each env secretKeyRef resolved from `secrets`
+    ({name: {key: value}}) and its args expanded as the kubelet does."""
+    env = {}
+    for e in container.get("env", []):
+        ref = e.get("valueFrom", {}).get("secretKeyRef")
+        env[e["name"]] = secrets[ref["name"]][ref["key"]] if ref else kube_env.expand(e.get("value", ""), env)
+    _, args = kube_env.expand_args(container, env)
+    if [a for a in args if "$(" in a]:
+        raise AssertionError("unexpanded references in %s" % args)
+    return dict(container, args=args)
 
 
 def inferd_command(cs, repo, models):
@@ -177,7 +195,11 @@ class MiddlemanPodTest(unittest.TestCase):
         models = list(pu.DIGITS_MODELS)
         if HAVE_RESNET:
             models += ["resnet50_preprocess", "resnet50", "resnet50_pipeline"]
-        cs = pod_containers(render("middleman"))
+        # The Secret the operator creates (overlays/middleman), as the
+        # kubelet would hand it to both containers.
+        cls.api_key = "k-%d-%d" % (os.getpid(), time.monotonic_ns())
+        secrets = {"inferd-shm-api-key": {"key": cls.api_key}}
+        cs = {n: with_secret(c, secrets) for n, c in pod_containers(render("middleman")).items()}
         cls.inferd_argv = inferd_command(cs, pu.EXAMPLES, models)
         try:
             cls.inferd = Process(cls.inferd_argv, os.path.join(cls.tmp, "inferd.log"))
@@ -212,7 +234,7 @@ class MiddlemanPodTest(unittest.TestCase):
             shutil.rmtree(cls.tmp, ignore_errors=True)
 
     def regions(self):
-        r = self.direct.get("/v2/systemsharedmemory/status")
+        r = self.direct.get("/v2/systemsharedmemory/status", {"shm-key": self.api_key})
         self.assertEqual(r.status, 200, r)
         return [x for x in r.json() if x["name"].startswith("inferd-mm-%d-" % self.gateway.proc.pid)]
 
@@ -296,6 +318,22 @@ class MiddlemanPodTest(unittest.TestCase):
                              - metric(before, "gateway_inputs_total", path=path), want, path)
         self.assertEqual(metric(after, "middleman_shm_register_failures_total"), 0)
 
+    def test_1b_shared_memory_api_needs_the_key(self):
+        # The gateway has the key (it registered); anyone else is refused,
+        # over either front end, and cannot map the gateway's object.
+        regions = self.regions()
+        self.assertTrue(regions)
+        key = regions[0]["key"]
+        for path, body in (("/v2/systemsharedmemory/status", None),
+                           ("/v2/systemsharedmemory/region/intruder/register",
+                            {"key": key, "offset": 0, "byte_size": 64})):
+            r = (self.direct.get(path) if body is None else self.direct.post_json(path, body))
+            self.assertEqual(r.status, 403, r)
+            self.assertNotIn(self.api_key, r.body.decode())
+        r = self.direct.get("/v2/systemsharedmemory/status", {"shm-key": "wrong"})
+        self.assertEqual(r.status, 403, r)
+        self.assertNotIn("intruder", [x["name"] for x in self.regions()])
+
     def test_2_sigterm_unregisters_and_unlinks(self):
         key = getattr(type(self), "key", None)
         if key is None:
@@ -303,7 +341,7 @@ class MiddlemanPodTest(unittest.TestCase):
         pid = self.gateway.proc.pid
         self.assertEqual(self.gateway.stop(), 0, self.gateway.log())
         type(self).gateway = None
-        left = [x for x in self.direct.get("/v2/systemsharedmemory/status").json()
+        left = [x for x in self.direct.get("/v2/systemsharedmemory/status", {"shm-key": self.api_key}).json()
                 if x["name"].startswith("inferd-mm-%d-" % pid)]
         self.assertEqual(left, [])
         self.assertFalse(os.path.exists("/dev/shm" + key), "%s left in /dev/shm" % key)
