@@ -22,7 +22,10 @@ constexpr size_t kObjectBytes = 64 << 10;
 
 const std::string& Key() {
   static const std::string key = [] {
-    std::string k = "/inferd_fuzz_" + std::to_string(getpid());
+    // One fixed name, reused by every run: libFuzzer ends a timed run
+    // without running atexit handlers, so a per-process name would leave
+    // one object in /dev/shm per run.
+    std::string k = "/inferd_fuzz_shm_params";
     const int fd = shm_open(k.c_str(), O_CREAT | O_RDWR, 0600);
     if (fd < 0 || ftruncate(fd, kObjectBytes) != 0) std::abort();
     close(fd);

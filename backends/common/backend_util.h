@@ -19,7 +19,9 @@
 #pragma once
 
 #include <inferd/backend.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -28,6 +30,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace inferd_backend {
@@ -226,6 +229,20 @@ inline int CpuThreadsHint(InferdRequest* const* requests, uint32_t n) {
   const InferdHostApi& host = Host();
   if (n == 0 || host.abi_version < 3 || host.request_cpu_threads == nullptr) return 0;
   return static_cast<int>(host.request_cpu_threads(requests[0]));
+}
+
+// The CPUs the calling thread may run on (sched_getaffinity; at least 1):
+// the default for "every core" in thread counts. Called while a model loads,
+// it is the server's --cpu-set (by default the process's allowed CPUs: a
+// container's cpuset), not the machine's hardware threads.
+inline unsigned UsableCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+    return static_cast<unsigned>(CPU_COUNT(&set));
+  }
+  // More than CPU_SETSIZE CPUs: the machine's count.
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 // ---- the table ----------------------------------------------------------------

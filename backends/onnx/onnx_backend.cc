@@ -23,7 +23,6 @@
 #include <opencv2/dnn.hpp>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "common/backend_util.h"
 #include "onnx/onnx_rewrite.h"
@@ -99,7 +98,7 @@ class OnnxModel {
       ThrowInvalidArgument("onnx backend: the config has " + std::to_string(outputs_.size()) +
                            " outputs, the graph " + std::to_string(graph_outputs.size()));
     }
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned hw = UsableCpuCount();  // the server's --cpu-set
     const int64_t per_instance = std::max<int64_t>(1, hw / std::max(1u, info.instance_count));
     cv::setNumThreads(
         static_cast<int>(IntParameter(info, "INTRA_OP_THREAD_COUNT", per_instance, 1, 1024)));

@@ -56,7 +56,6 @@
 #include <map>
 #include <optional>
 #include <sstream>
-#include <thread>
 
 #include "common/backend_util.h"
 #include "pytorch/device_stream.h"
@@ -77,7 +76,7 @@ class PyTorchModel {
     bytes_ = ReadFile(path_);
     first_ = LoadModule(bytes_, path_, c10::Device(c10::kCPU));
 
-    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const unsigned hw = UsableCpuCount();  // the server's --cpu-set
     const int64_t per_instance = std::max<int64_t>(1, hw / std::max(1u, info.instance_count));
     intra_threads_ =
         static_cast<int>(IntParameter(info, "INTRA_OP_THREAD_COUNT", per_instance, 1, 1024));

@@ -25,7 +25,17 @@ StatusOr<std::unique_ptr<ShmPool>> ShmPool::Create(ShmPoolOptions options, Infer
   std::unique_ptr<ShmPool> pool(new ShmPool(options, inferd, metrics));
   pool->key_ = "/inferd-mm-" + std::to_string(getpid()) + "-" + std::to_string(object_counter++);
   pool->size_ = options.slot_bytes * static_cast<size_t>(options.slots);
-  const int fd = shm_open(pool->key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  int fd = shm_open(pool->key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // Left by an earlier process with this pid that did not exit cleanly: a
+    // restarted container's pid 1, whose /dev/shm outlives it (a pod's
+    // emptyDir). No live process can hold the name (pids are unique in the
+    // namespace that shares this /dev/shm), so it is removed and made anew.
+    std::cerr << "middleman: removing stale shared memory " << pool->key_
+              << " (left by an earlier process)\n";
+    shm_unlink(pool->key_.c_str());
+    fd = shm_open(pool->key_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
   if (fd < 0) {
     return Internal("cannot create shared memory " + pool->key_ + ": " + std::strerror(errno));
   }

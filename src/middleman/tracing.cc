@@ -46,6 +46,20 @@ TraceSpan::TraceSpan(trace::Span span, std::shared_ptr<trace::SpanExporter> expo
       exporter_(std::move(exporter)),
       span_(std::move(span)) {}
 
+std::shared_ptr<TraceSpan> TraceSpan::NonRecording(const trace::TraceId& trace_id,
+                                                   const trace::SpanId& parent,
+                                                   std::string trace_state, uint8_t trace_flags) {
+  trace::Span context;
+  context.trace_id = trace_id;
+  context.span_id = parent;  // what a call made inside names as its parent
+  context.trace_state = std::move(trace_state);
+  context.flags = trace_flags & ~kSampled;
+  auto span = std::make_shared<TraceSpan>(std::move(context), nullptr);
+  span->recording_ = false;
+  span->ended_ = true;  // nothing to export, ever
+  return span;
+}
+
 TraceSpan::~TraceSpan() {
   bool open;
   {
@@ -61,6 +75,7 @@ TraceSpan::~TraceSpan() {
 }
 
 std::shared_ptr<TraceSpan> TraceSpan::StartChild(std::string name, trace::SpanKind kind) const {
+  if (!recording_) return NonRecording(trace_id_, span_id_, trace_state_, trace_flags_);
   return std::make_shared<TraceSpan>(
       NewSpan(std::move(name), kind, trace_id_, span_id_, trace_state_, trace_flags_, false),
       exporter_);
@@ -68,6 +83,7 @@ std::shared_ptr<TraceSpan> TraceSpan::StartChild(std::string name, trace::SpanKi
 
 void TraceSpan::SetAttribute(std::string key,
                              std::variant<std::string, int64_t, bool, double> value) {
+  if (!recording_) return;
   std::lock_guard<std::mutex> lock(mu_);
   for (trace::SpanAttribute& a : span_.attributes) {
     if (a.key == key) {
@@ -79,11 +95,13 @@ void TraceSpan::SetAttribute(std::string key,
 }
 
 void TraceSpan::AddEvent(std::string name) {
+  if (!recording_) return;
   std::lock_guard<std::mutex> lock(mu_);
   span_.events.push_back({std::move(name), NowUnixNs(), {}});
 }
 
 void TraceSpan::SetError(std::string message) {
+  if (!recording_) return;
   std::lock_guard<std::mutex> lock(mu_);
   span_.status = trace::SpanStatus::kError;
   span_.status_message = std::move(message);
@@ -104,7 +122,8 @@ void TraceSpan::End() {
 }
 
 std::string TraceSpan::traceparent() const {
-  return trace::FormatTraceparent(trace_id_, span_id_, trace_flags_ | kSampled);
+  return trace::FormatTraceparent(trace_id_, span_id_,
+                                  recording_ ? trace_flags_ | kSampled : trace_flags_ & ~kSampled);
 }
 
 Tracer::Tracer(TracingOptions options, std::shared_ptr<trace::SpanExporter> exporter)
@@ -126,8 +145,12 @@ std::shared_ptr<TraceSpan> Tracer::StartServerSpan(
     const std::vector<std::string_view>& tracestates) {
   if (std::optional<trace::TraceContext> context =
           trace::ExtractTraceContext(traceparents, tracestates)) {
-    // The caller's trace, always recorded: the trace id, its `random` bit
-    // and tracestate go on unchanged.
+    // The caller's trace: the trace id, its `random` bit and tracestate go
+    // on unchanged; recorded only if the caller recorded it.
+    if ((context->flags & kSampled) == 0) {
+      return TraceSpan::NonRecording(context->trace_id, context->span_id,
+                                     std::move(context->trace_state), context->flags);
+    }
     return std::make_shared<TraceSpan>(
         NewSpan(std::move(name), trace::SpanKind::kServer, context->trace_id, context->span_id,
                 std::move(context->trace_state), context->flags | kSampled, true),

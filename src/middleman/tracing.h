@@ -8,11 +8,13 @@
 //                                                // call, traceparent in its metadata
 //   server->End();                               // exported
 //
-// Sampling: a request carrying a valid `traceparent` is always traced (the
-// caller decided: the trace continues, its trace id and tracestate kept);
-// otherwise every `rate`-th request starts a new trace while `count`
-// allows (-1: no limit; rate 0: only propagated requests) — Triton's rules
-// for inferd's own requests, so both processes sample alike.
+// Sampling: a request carrying a valid `traceparent` follows the caller's
+// decision (W3C `sampled` flag; OpenTelemetry's parent-based sampler): set,
+// the trace continues, its trace id and tracestate kept; clear, a
+// non-recording span forwards the caller's context unchanged to inferd, so
+// that nothing downstream records it either; otherwise every `rate`-th request starts a new trace
+// while `count` allows (-1: no limit; rate 0: only propagated requests) — Triton's rules for
+// inferd's own requests, so both processes sample alike.
 //
 // Ownership: spans are shared; a span is exported when End is called (or
 // when the last reference goes, for a span nobody ended: it is marked an
@@ -44,6 +46,12 @@ namespace inferd::middleman {
 class TraceSpan {
  public:
   TraceSpan(trace::Span span, std::shared_ptr<trace::SpanExporter> exporter);
+  // A non-recording span: the caller's context (its trace id, its span id
+  // as the parent, its flags without `sampled`) handed on to every call made
+  // inside it; nothing is exported, attributes and events are dropped.
+  static std::shared_ptr<TraceSpan> NonRecording(const trace::TraceId& trace_id,
+                                                 const trace::SpanId& parent,
+                                                 std::string trace_state, uint8_t trace_flags);
   ~TraceSpan();
   TraceSpan(const TraceSpan&) = delete;
   TraceSpan& operator=(const TraceSpan&) = delete;
@@ -59,8 +67,10 @@ class TraceSpan {
   void End();
 
   // The `traceparent` for a call made inside this span: this span as the
-  // caller's parent, the trace's flags with `sampled` set.
+  // caller's parent, the trace's flags with `sampled` set (non-recording:
+  // the caller's context as it came, `sampled` clear).
   std::string traceparent() const;
+  bool recording() const { return recording_; }
   // The tracestate as it came in (forwarded unchanged).
   const std::string& tracestate() const { return trace_state_; }
   const trace::TraceId& trace_id() const { return trace_id_; }
@@ -72,6 +82,7 @@ class TraceSpan {
   const std::string trace_state_;
   const uint8_t trace_flags_;
   std::shared_ptr<trace::SpanExporter> exporter_;
+  bool recording_ = true;
   std::mutex mu_;
   trace::Span span_;  // under mu_
   bool ended_ = false;

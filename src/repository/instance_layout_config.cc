@@ -1,7 +1,8 @@
 #include "repository/instance_layout_config.h"
 
 #include <algorithm>
-#include <thread>
+
+#include "core/cpu_affinity.h"
 
 namespace inferd {
 namespace {
@@ -43,8 +44,9 @@ bool WantsAutomaticInstanceLayout(const inference::ModelConfig& c) {
 }
 
 int AutomaticInstanceCount() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return std::clamp(static_cast<int>(hw), 1, kMaxAutoInstances);
+  // The CPUs of --cpu-set (by default the allowed ones: a container's
+  // cpuset), not the machine's (core/cpu_affinity.h).
+  return std::clamp(ServerCpuCount(), 1, kMaxAutoInstances);
 }
 
 inference::ModelConfig ResolveInstanceLayout(const inference::ModelConfig& config,

@@ -13,7 +13,9 @@
 // At load, the layout applies only if the backend honours CPU thread hints
 // (ABI v3 INFERD_BACKEND_CAP_CPU_THREAD_HINT): the group's count becomes N,
 // the hardware threads (capped at kMaxAutoInstances), so that the config
-// endpoint shows the instances that exist. Otherwise the parameter is
+// endpoint shows the instances that exist. The hardware threads are the CPUs
+// of --cpu-set, by default the CPUs the process may use (ServerCpuCount in
+// core/cpu_affinity.h), not the machine's. Otherwise the parameter is
 // removed and the count is 1, as without it.
 //
 // Pure functions of their inputs; errors name the parameter.
@@ -35,8 +37,8 @@ Status MarkAutomaticInstanceLayout(inference::ModelConfig& config);
 // parameter is "auto" and the config still qualifies).
 bool WantsAutomaticInstanceLayout(const inference::ModelConfig& config);
 
-// The instances an automatic layout creates on this machine (the hardware
-// threads, 1..kMaxAutoInstances).
+// The instances an automatic layout creates (ServerCpuCount, clamped to
+// 1..kMaxAutoInstances).
 int AutomaticInstanceCount();
 
 // The config a version loads with: for a config that wants the layout,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/cpu_affinity.h"
+
 namespace inferd {
 namespace {
 
@@ -62,7 +64,8 @@ DynamicBatchScheduler::DynamicBatchScheduler(
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
     threads_.emplace_back([this, i, start = config.instance_start] {
-      if (start) start(i, *instances_[i]);  // model warmup, on the thread requests run on
+      StartInstanceThread(ctx_.model.name, i);  // --cpu-set (core/cpu_affinity.h)
+      if (start) start(i, *instances_[i]);      // model warmup, on the thread requests run on
       InstanceLoop(i);
     });
   }
@@ -273,6 +276,7 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
   std::vector<std::unique_ptr<PendingRequest>> batch;
   Failed failed;
   std::vector<BatchCandidate> view;
+  int pinned_active = 0;  // the layout this thread's CPUs follow (0: none yet)
   MutexLock lock(mu_);
   for (;;) {
     if (slots_[index].lent) {  // a caller runs a request on this instance
@@ -333,6 +337,11 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     const bool any_lent = inline_runs_ > 0;
     lock.Unlock();
     if (more) any_lent ? cv_.NotifyAll() : cv_.NotifyOne();  // a free instance takes the rest
+    if (layout_ && run.active != pinned_active) {
+      // Its own slice of --cpu-set under this layout (core/cpu_affinity.h).
+      PinInstanceSlice(ctx_.model.name, index, run.active);
+      pinned_active = run.active;
+    }
     const auto start = std::chrono::steady_clock::now();
     RunBatch(ctx_, instance, batch, run.threads, static_cast<int>(index));
     const auto took = std::chrono::steady_clock::now() - start;

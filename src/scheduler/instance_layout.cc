@@ -31,6 +31,7 @@ InstanceLayout::Run InstanceLayout::Begin(int64_t rows) {
   Run run;
   run.generation = generation_.load(std::memory_order_relaxed);
   run.threads = threads_.load(std::memory_order_relaxed);
+  run.active = active_.load(std::memory_order_relaxed);
   run.rows = rows;
   return run;
 }

@@ -39,6 +39,7 @@ class InstanceLayout {
   struct Run {
     uint64_t generation = 0;
     int threads = 0;  // the hint for this execution
+    int active = 0;   // instances taking batches when it began
     int64_t rows = 0;
   };
 

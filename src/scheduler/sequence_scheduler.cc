@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/bytes_tensor.h"
+#include "core/cpu_affinity.h"
 
 namespace inferd {
 
@@ -31,7 +32,8 @@ SequenceScheduler::SequenceScheduler(ModelIdentity model, const SchedulerConfig&
   slots_.resize(instances_.size());
   for (size_t i = 0; i < instances_.size(); ++i) {
     threads_.emplace_back([this, i, start = config.instance_start] {
-      if (start) start(i, *instances_[i]);  // model warmup, on the thread requests run on
+      StartInstanceThread(ctx_.model.name, i);  // --cpu-set (core/cpu_affinity.h)
+      if (start) start(i, *instances_[i]);      // model warmup, on the thread requests run on
       InstanceLoop(i);
     });
   }

@@ -187,6 +187,16 @@ Setter ResidencyPolicy() {
   };
 }
 
+// --cpu-set=none|auto|<cpulist> (core/cpu_set.h).
+Setter CpuSetFlag(CpuSetChoice& target) {
+  return [&target](const std::string&, const std::string& v) {
+    auto choice = ParseCpuSetFlag(v);
+    if (!choice.ok()) return choice.status();
+    target = std::move(*choice);
+    return Status::Ok();
+  };
+}
+
 Setter Restricted(RestrictedApis& target) {
   return [&target](const std::string& f, const std::string& v) { return target.Add(f, v); };
 }
@@ -249,6 +259,7 @@ std::map<std::string, Setter> FlagTable(CommandLine& cl) {
       {"allow-client-shm", Boolean(s.allow_client_shm)},
       {"id", String(s.id)},
       {"backend-directory", String(s.backend_directory)},
+      {"cpu-set", CpuSetFlag(cl.cpu_set)},
       {"allow-http", Boolean(cl.allow_http)},
       {"http-address", String(cl.http.address)},
       {"http-port", Integer(cl.http.port, 0, 65535)},
@@ -416,6 +427,12 @@ Model repository
   --id=<name>                    server name in metadata (default inferd)
   --backend-directory=<path>     where backend libraries libinferd_<name>.so are
                                  (default: the build's backends/ directory)
+  --cpu-set=<set>                CPUs to run on (docs/operations.md "CPU pinning and NUMA"):
+                                 none (default: no pinning), auto (the CPUs the process may
+                                 use: its cgroup cpuset, taskset) or a list such as 0-3,8;
+                                 pins every thread to the set and each instance of an
+                                 automatic layout to its own slice; the set's size is the
+                                 "hardware threads" of layouts and default thread counts
 
 HTTP
   --allow-http=<bool>            serve HTTP/REST (default true)

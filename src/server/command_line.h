@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_set.h"
 #include "core/log.h"
 #include "core/status.h"
 #include "frontend/grpc/grpc_server.h"
@@ -41,6 +42,9 @@ struct CommandLine {
   // settings they make (trace/trace_config.h; trace.warnings to be logged).
   trace::TraceFlags trace_flags;
   trace::TraceConfig trace;
+  // --cpu-set: none (default), auto or a CPU list; resolved against the
+  // allowed CPUs by main (core/cpu_affinity.h).
+  CpuSetChoice cpu_set;
   bool help = false;
 };
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <thread>
 
+#include "core/cpu_affinity.h"
 #include "core/log.h"
 #include "core/sanitize.h"
 #include "frontend/http/http_api.h"
@@ -214,6 +215,44 @@ bool RepositoriesUsable(const CommandLine& cl) {
   return usable;
 }
 
+// --cpu-set (docs/operations.md, "CPU pinning and NUMA"): resolved against the
+// CPUs this process may use and, unless none, applied to the main thread
+// before any other thread exists, so that every thread inherits it; instance
+// threads narrow themselves (core/cpu_affinity.h). False (logged) when the
+// set cannot be used: a flag error.
+bool PlaceOnCpus(const CommandLine& cl) {
+  auto allowed = AllowedCpus();
+  if (!allowed.ok()) {
+    INFERD_LOG(Error) << "--cpu-set: " << allowed.status().message();
+    return false;
+  }
+  auto set = ResolveCpuSet(cl.cpu_set, *allowed);
+  if (!set.ok()) {
+    INFERD_LOG(Error) << set.status().message();
+    return false;
+  }
+  const bool pin = cl.cpu_set.mode != CpuSetMode::kNone;
+  if (pin) {
+    if (Status s = PinCurrentThread(*set); !s.ok()) {
+      INFERD_LOG(Error) << "--cpu-set: " << s.message();
+      return false;
+    }
+  }
+  const auto cgroup = CgroupCpus();
+  const std::string where =
+      std::to_string(allowed->size()) + " CPU(s) this process may use (" + allowed->ToString() +
+      (cgroup ? "; cgroup cpuset " + cgroup->ToString() : std::string()) + ")";
+  if (!pin) {
+    INFERD_LOG(Info) << "CPU set: none (threads not pinned); thread layouts sized by the " << where;
+  } else {
+    INFERD_LOG(Info) << "CPU set: " << set->ToString() << ", " << set->size() << " of the " << where
+                     << "; every thread on it, instances of automatic layouts on "
+                     << "their own slices";
+  }
+  SetCpuPlacement(std::move(*set), pin);
+  return true;
+}
+
 // Everything after the flags: start, serve until SIGTERM/SIGINT, shut down.
 // The exit code.
 int Serve(const CommandLine& cl) {
@@ -258,5 +297,6 @@ int main(int argc, char** argv) {
     INFERD_LOG(Error) << log.message();
     return 2;
   }
+  if (!PlaceOnCpus(*cl)) return 2;
   return Serve(*cl);
 }

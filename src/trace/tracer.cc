@@ -88,7 +88,12 @@ std::shared_ptr<RequestTrace> Tracer::Sample(std::string_view model,
     if (auto it = models_.find(model); it != models_.end()) scope = it->second.get();
   }
   if (!scope->valid.load(std::memory_order_acquire)) return nullptr;
-  const bool forced = propagated.has_value() && config_.mode == TraceMode::kOpenTelemetry;
+  // A caller's context decides (OpenTelemetry's parent-based sampling):
+  // `sampled` set, traced whatever the rate and count; clear, not traced
+  // (the caller did not record its part, so ours would be an orphan).
+  const bool otel_context = propagated.has_value() && config_.mode == TraceMode::kOpenTelemetry;
+  if (otel_context && (propagated->flags & 0x01) == 0) return nullptr;
+  const bool forced = otel_context;
   bool hit = false;
   if (const uint32_t rate = scope->rate.load(std::memory_order_relaxed); rate != 0) {
     int64_t left = scope->count_left.load(std::memory_order_relaxed);

@@ -76,7 +76,8 @@ class Tracer {
 
   // Whether to trace a request for `model` (the name in the request), and
   // its trace if so. `propagated`: the request's W3C context (only
-  // extracted in OpenTelemetry mode; forces sampling).
+  // extracted in OpenTelemetry mode): its `sampled` flag decides, set forces
+  // sampling, clear refuses it.
   std::shared_ptr<RequestTrace> Sample(std::string_view model,
                                        std::optional<TraceContext> propagated = std::nullopt);
 

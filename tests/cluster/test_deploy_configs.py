@@ -42,6 +42,22 @@ from deploy_render import DEPLOY, KUBECTL, by_kind, flag, render  # noqa: E402
 # The discovery overlay's checks live in their own file; importing the class
 # runs them with the rest.
 from discovery_overlay_checks import DiscoveryOverlayTest  # noqa: E402,F401
+# deploy/istio and the Istio protocol of every Service port (istio_checks.py).
+from istio_checks import IstioManifestTest, ServicePortProtocolTest  # noqa: E402,F401
+# The Rook model store component and the kubelet's $(VAR) expansion (rook_checks.py).
+from rook_checks import KubeletExpansionTest, RookModelStoreTest  # noqa: E402,F401
+# The kubelet fragment (deploy/kubernetes/kubelet/) and the gpu overlay's --cpu-set.
+from kubelet_checks import GpuOverlayAffinityTest, KubeletConfigTest  # noqa: E402,F401
+# The middleman component (infer-gateway in the inferd pod, middleman_component_checks.py).
+from middleman_component_checks import MiddlemanComponentTest  # noqa: E402,F401
+# The reference deployment: both components composed (reference_overlay_checks.py).
+from reference_overlay_checks import ReferenceOverlayTest  # noqa: E402,F401
+
+# The imported check classes, named so that pyflakes sees them used (unittest
+# finds them in this module's namespace).
+IMPORTED_CHECKS = (DiscoveryOverlayTest, IstioManifestTest, ServicePortProtocolTest, KubeletExpansionTest,
+                   RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest, MiddlemanComponentTest,
+                   ReferenceOverlayTest)
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 
@@ -216,6 +232,8 @@ class KustomizeTest(unittest.TestCase):
         mounts = {m["name"]: m for m in c["volumeMounts"]}
         self.assertNotIn("model-repository", mounts)
         self.assertEqual(mounts["model-cache"]["mountPath"], flag(c["args"], "model-cache-dir"))
+        # The base's writable /tmp stays (the root file system is read-only).
+        self.assertEqual(mounts["tmp"]["mountPath"], "/tmp")
         # Every other flag of the base is still there (a patch replaces the list).
         with open(os.path.join(DEPLOY, "kubernetes", "base", "deployment.yaml")) as f:
             base = yaml.safe_load(f)["spec"]["template"]["spec"]["containers"][0]["args"]

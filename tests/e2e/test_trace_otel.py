@@ -323,6 +323,23 @@ class OneTraceAcrossProcessesTest(unittest.TestCase):
         self.assertNotEqual(trace[0]["trace_id"], trace_id)
         self.assert_chain(trace, "POST /v1/classify", "digits_preprocess", [], "", "")
 
+    def test_an_unsampled_caller_is_recorded_by_neither_process(self):
+        # The gateway would start a trace for every request (rate 1): a
+        # caller's context whose sampled flag is clear overrides that, and
+        # inferd receives it unchanged, so it records nothing either.
+        quiet_id, quiet_span, _ = client_context()
+        self.classify_http("digits_pipeline", {
+            "traceparent": "00-%s-%s-00" % (quiet_id, quiet_span),
+            "tracestate": CLIENT_TRACESTATE})
+        self.classify_grpc("digits_preprocess",
+                           [("traceparent", "00-%s-%s-02" % (quiet_id, quiet_span))])
+        # A sampled request after them: once its trace is in, theirs would be.
+        trace_id, span_id, traceparent = client_context()
+        t0 = time.time_ns()
+        self.classify_http("digits_preprocess", {"traceparent": traceparent})
+        self.wait_for_trace("POST /v1/classify", t0, trace_id)
+        self.assertEqual(otlp_util.of_trace(self.p.receiver.spans(), quiet_id), [])
+
     def test_exporter_counters_in_the_gateway_metrics(self):
         self.classify_http("digits_preprocess")
         deadline = time.monotonic() + 10

@@ -39,7 +39,9 @@ class RecordingExporter : public trace::SpanExporter {
   std::vector<Span> spans_;
 };
 
-constexpr const char* kParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
+constexpr const char* kParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+// The same caller, which did not record its part.
+constexpr const char* kUnsampledParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00";
 
 std::string Hex(const trace::TraceId& id) { return trace::ToHex(id.data(), id.size()); }
 std::string Hex(const trace::SpanId& id) { return trace::ToHex(id.data(), id.size()); }
@@ -77,6 +79,35 @@ TEST(MiddlemanTracer, ContinuesTheCallersTraceWhateverTheRate) {
   EXPECT_EQ(c.flags, 0x101u);  // local parent
   EXPECT_GE(c.start_unix_ns, s.start_unix_ns);
   EXPECT_LE(c.end_unix_ns, s.end_unix_ns);
+}
+
+TEST(MiddlemanTracer, AnUnsampledCallerIsHandedOnNotRecorded) {
+  testing::RecordingInferenceServer server;
+  auto exporter = std::make_shared<RecordingExporter>();
+  Tracer tracer({.rate = 1, .count = -1}, exporter);  // would trace every new request
+  auto server_span = tracer.StartServerSpan("POST /v1/classify", {kUnsampledParent}, {"k=v"});
+  ASSERT_NE(server_span, nullptr);
+  EXPECT_FALSE(server_span->recording());
+  EXPECT_EQ(server_span->traceparent(), kUnsampledParent);
+  server_span->SetAttribute("a", int64_t{1});
+  InferdPool pool({.url = server.address(), .channels = 1}, nullptr);
+  inference::ModelInferRequest infer;
+  infer.set_model_name("pipeline");
+  CallOptions options;
+  options.trace = server_span;
+  std::promise<void> done;
+  pool.Call<inference::ModelInferRequest, inference::ModelInferResponse>(
+      &InferdStub::async_interface::ModelInfer, std::move(infer), options,
+      [&done](const ::grpc::Status&, inference::ModelInferResponse&) { done.set_value(); });
+  done.get_future().wait();
+  server_span->End();
+  server_span.reset();
+  // inferd is told the caller's context as it came, so it records nothing either.
+  auto calls = server.TakeCalls();
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].traceparents, std::vector<std::string>{kUnsampledParent});
+  EXPECT_EQ(calls[0].tracestates, std::vector<std::string>{"k=v"});
+  EXPECT_TRUE(exporter->spans().empty());
 }
 
 TEST(MiddlemanTracer, NewTracesFollowRateAndCount) {

@@ -149,8 +149,24 @@ TEST(TracerTest, OpenTelemetryTracesPropagatedContextsAlways) {
   TraceContext ctx;
   ctx.trace_id[0] = 1;
   ctx.span_id[0] = 2;
+  ctx.flags = 0x01;  // sampled
   EXPECT_NE(t.Sample("m", ctx), nullptr);
   EXPECT_EQ(t.Get("").count, 0);  // forced traces take nothing from the count
+  EXPECT_EQ(t.sampled(), 1u);
+}
+
+TEST(TracerTest, OpenTelemetryRespectsAnUnsampledCaller) {
+  TraceConfig c = Config(kTraceLevelTimestamps, 1);  // every request without a context
+  c.mode = TraceMode::kOpenTelemetry;
+  c.file.clear();
+  Tracer t(c, nullptr);
+  TraceContext ctx;
+  ctx.trace_id[0] = 1;
+  ctx.span_id[0] = 2;
+  ctx.flags = 0x02;  // random, not sampled: the caller records nothing
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(t.Sample("m", ctx), nullptr);
+  EXPECT_EQ(t.sampled(), 0u);
+  EXPECT_NE(t.Sample("m"), nullptr);  // the rate still applies to the others
 }
 
 TEST(TracerTest, ChildrenCompleteIntoTheirRoot) {
