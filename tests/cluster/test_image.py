@@ -257,8 +257,15 @@ class ImageTest(unittest.TestCase):
             self.assertNotIn("not found", r.stdout, "%s: %s" % (name, r.stdout))
 
     def test_other_programs_start(self):
-        for name in ("infer-gateway", "inferd-discovery"):
-            cmd, env = chroot_command(self.roots[name], ["/opt/inferd/bin/" + name, "--help"])
+        # The middleman component starts the gateway through /bin/sh, removing
+        # a predecessor's shared-memory objects first
+        # (deploy/kubernetes/components/middleman/deployment.yaml): the
+        # image's shell and rm must do that.
+        gateway = ["/bin/sh", "-c", 'rm -f /dev/shm/inferd-mm-test-*; exec /opt/inferd/bin/infer-gateway "$@"',
+                   "infer-gateway", "--help"]
+        for name, argv in (("infer-gateway", gateway),
+                           ("inferd-discovery", ["/opt/inferd/bin/inferd-discovery", "--help"])):
+            cmd, env = chroot_command(self.roots[name], argv)
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, "%s --help: %s" % (name, r.stderr))
             self.assertIn("usage: " + name, r.stdout + r.stderr)
