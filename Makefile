@@ -19,7 +19,7 @@ SANITIZER_BUILD = -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG' \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG'
 
-.PHONY: all deps build install models run test lint test-cluster test-asan test-tsan fuzz format clean
+.PHONY: all deps build install image models run test lint test-cluster test-asan test-tsan fuzz format clean
 
 all: build
 
@@ -35,6 +35,15 @@ build: deps
 PREFIX ?= /usr/local
 install: build
 	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# OCI images of inferd, infer-gateway and inferd-discovery in
+# $(BUILD_DIR)/images/ (docs/images.md): Debian 12 packages (mmdebstrap, from
+# the host's apt mirror; the root filesystem is cached in
+# /var/cache/inferd/images) and this release build, assembled with buildah.
+# IMAGE_VARIANTS=full and/or cuda add inferd-full (every backend, with libtorch) / inferd-cuda.
+IMAGE_VARIANTS ?=
+image: build
+	IMAGE_VARIANTS='$(IMAGE_VARIANTS)' ./scripts/build-images.sh $(BUILD_DIR)
 
 models: deps
 	./examples/make_models.sh
@@ -55,8 +64,9 @@ run: build models
 
 # Every test; clang-tidy and the thread-safety analysis; every unit and
 # end-to-end test again under ASan+UBSan; then each fuzz target for
-# FUZZ_SECONDS (60 s; two at a time).
-test: build models
+# FUZZ_SECONDS (60 s; two at a time). The images are built first, for their
+# smoke test (cluster_image_smoke).
+test: build models image
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 	$(MAKE) lint
 	$(MAKE) test-asan
@@ -68,13 +78,15 @@ lint: build
 	./scripts/lint.sh $(BUILD_DIR)
 
 # The deployment checks and the multi-host test alone (also part of `make test`).
-test-cluster: build models
+test-cluster: build models image
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^cluster_'
 
 # Not under ASan: the format check (nothing to instrument) and the multi-host
 # tests, whose assertions are balancer timing and throughput under load
 # (docs/security.md); the discovery binary runs under ASan in the e2e tests.
-ASAN_SKIP = '^(clang_format|cluster_multi_host|cluster_discovery)$$'
+# The image smoke test checks the images of the release build (`make image`),
+# not anything of the sanitizer build.
+ASAN_SKIP = '^(clang_format|cluster_multi_host|cluster_discovery|cluster_image_smoke)$$'
 # intercept_tls_get_addr=0: GCC 12's sanitizer runtime takes a dynamic TLS
 # block whose address is 16 bytes past a page boundary for glibc 2.19's
 # layout and reads a bogus range from the words before it; LeakSanitizer's

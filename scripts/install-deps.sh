@@ -53,6 +53,9 @@ python3-boto3
 ceph-mon
 ceph-osd
 radosgw
+mmdebstrap
+buildah
+podman
 "
 # kubectl, for `kubectl kustomize` in tests/cluster: Debian's package unless
 # some kubectl is already installed (another package may own /usr/bin/kubectl).

@@ -142,9 +142,10 @@ class DiscoveryOverlayTest(unittest.TestCase):
         self.assertGreaterEqual(dep["spec"]["replicas"], 2)
         self.assertTrue(self.discovery["command"][0].endswith("/inferd-discovery"))
         self.assertTrue(self.discovery["resources"]["limits"]["memory"])
-        # The same image as inferd (a program of it).
+        # Its own image (`make image`), from the same build: the same tag as inferd's.
         inferd = by_kind(self.docs, "Deployment", "inferd")["spec"]["template"]["spec"]["containers"][0]
-        self.assertEqual(self.discovery["image"], inferd["image"])
+        self.assertEqual(self.discovery["image"],
+                         inferd["image"].replace("/inferd:", "/inferd-discovery:"))
 
     def check_envoy_bootstrap(self, cfg):
         self.assertTrue(cfg["node"]["id"] and cfg["node"]["cluster"], "Envoy's ADS needs node id and cluster")
@@ -208,6 +209,8 @@ class DiscoveryOverlayTest(unittest.TestCase):
         spec = dep["spec"]["template"]["spec"]
         gw = spec["containers"][0]
         self.assertTrue(gw["command"][0].endswith("/infer-gateway"))
+        inferd = by_kind(self.docs, "Deployment", "inferd")["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(gw["image"], inferd["image"].replace("/inferd:", "/infer-gateway:"))
         args = gw["args"]   # infer-gateway takes `--flag value`
         self.assertFalse([a for a in args if a.startswith("--inferd-url=")], "--inferd-url=... is not parsed")
         fleet = self.discovery_flag("fleet-name", "inferd")

@@ -21,7 +21,6 @@
 - deploy/nginx/nginx.conf (with a rendered upstreams.conf) passes `nginx -t`.
 - deploy/envoy/envoy.yaml parses and retries only what is safe (Envoy itself
   is not packaged in Debian 12 and is not run here).
-- deploy/Containerfile has the expected shape (no container runtime here).
 
 Needs kubectl (Debian's kubernetes-client or any other), nginx and
 python3-yaml (scripts/install-deps.sh). KUBECTL overrides the kubectl used.
@@ -342,20 +341,6 @@ class BalancerTest(unittest.TestCase):
                     on = set(policy["retry_on"].split(","))
                     self.assertTrue(on <= {"connect-failure", "refused-stream", "unavailable"},
                                     "unsafe retry_on %s" % on)
-
-
-class ContainerfileTest(unittest.TestCase):
-    def test_shape(self):
-        with open(os.path.join(DEPLOY, "Containerfile")) as f:
-            text = f.read()
-        froms = re.findall(r"^FROM (\S+)", text, flags=re.M)
-        self.assertEqual(len(froms), 2, "multi-stage")
-        self.assertTrue(all(f.startswith("debian:bookworm") for f in froms))
-        self.assertIn("make build", text)
-        self.assertRegex(text, r"(?m)^EXPOSE 8000 8001 8002$")
-        user = re.findall(r"^USER (\S+)", text, flags=re.M)
-        self.assertTrue(user and not user[-1].startswith(("root", "0")))
-        self.assertRegex(text, r'(?m)^ENTRYPOINT \["[^"]*/inferd"[,\]]')
 
 
 if __name__ == "__main__":
