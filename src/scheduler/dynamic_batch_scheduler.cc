@@ -13,6 +13,20 @@ int64_t RowsOf(const std::vector<std::unique_ptr<PendingRequest>>& batch) {
   return rows;
 }
 
+// Answers the requests that expired in the queue or that their client
+// cancelled (called without the scheduler's lock), and empties `failed`.
+void FailExpired(const BatchContext& ctx,
+                 std::vector<std::pair<std::unique_ptr<PendingRequest>, FailReason>>& failed) {
+  if (ctx.stats) ctx.stats->AddPending(-static_cast<int64_t>(failed.size()));
+  for (auto& [p, reason] : failed) {
+    FailPending(ctx, *p, reason,
+                reason == FailReason::kCancelled
+                    ? Cancelled("request cancelled by the client before it ran")
+                    : Unavailable("Request timeout expired"));
+  }
+  failed.clear();
+}
+
 }  // namespace
 
 std::string BatchSignature(const InferRequest& request, bool batching) {
@@ -290,15 +304,8 @@ void DynamicBatchScheduler::InstanceLoop(size_t index) {
     const auto now = ctx_.clock->Now();
     ExpireLocked(now, failed);
     if (!failed.empty()) {
-      if (ctx_.stats) ctx_.stats->AddPending(-static_cast<int64_t>(failed.size()));
       lock.Unlock();
-      for (auto& [p, reason] : failed) {
-        FailPending(ctx_, *p, reason,
-                    reason == FailReason::kCancelled
-                        ? Cancelled("request cancelled by the client before it ran")
-                        : Unavailable("Request timeout expired"));
-      }
-      failed.clear();
+      FailExpired(ctx_, failed);
       lock.Lock();
       continue;
     }

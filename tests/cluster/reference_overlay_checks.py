@@ -32,7 +32,8 @@ class ReferenceOverlayTest(unittest.TestCase):
 
     def test_inferd_and_the_gateway_share_the_pod(self):
         self.assertEqual([c["name"] for c in self.pod["containers"]], ["inferd", "infer-gateway"])
-        self.assertEqual(self.containers["inferd"]["image"], "registry.example.com/inferd:0.1.0")
+        # The image with the image and pytorch backends, which the pipelines need.
+        self.assertEqual(self.containers["inferd"]["image"], "registry.example.com/inferd-full:0.1.0")
         self.assertEqual(self.containers["infer-gateway"]["image"],
                          "registry.example.com/infer-gateway:0.1.0")
         # The programs are where the images (scripts/build-images.sh) put them.
