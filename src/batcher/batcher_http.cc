@@ -1,0 +1,154 @@
+// The batcher's HTTP front end: KServe v2 infer (JSON and the binary tensor
+// extension) through inferd's own codec, and the health endpoints.
+#include <charconv>
+
+#include "batcher/batcher.h"
+#include "batcher/http_convert.h"
+#include "core/sanitize.h"
+#include "core/version_string.h"
+#include "frontend/http/compression.h"
+#include "frontend/http/infer_codec.h"
+
+namespace inferd::batcher {
+namespace {
+
+// inferd's HTTP refusal of a decoupled model (frontend/http/http_api.cc).
+constexpr char kHttpDecoupledRefusal[] =
+    "HTTP end point doesn't support models with decoupled transaction policy";
+
+// inferd's health body (frontend/http/json_encode.cc EncodeHealth).
+std::string Health(const char* key, bool value) {
+  return std::string("{\"") + key + "\":" + (value ? "true" : "false") + "}";
+}
+
+http::HttpResponse JsonResponse(std::string body, int status = 200) {
+  http::HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
+// The answer inferd's HttpInferSink would send for `response`.
+http::HttpResponse Encode(const inference::ModelInferResponse& response,
+                          const http::OutputEncoding& encoding, http::Encoding compression) {
+  auto owned = std::make_shared<inference::ModelInferResponse>(response);
+  auto core = FromModelInferResponse(std::move(owned));
+  if (!core.ok()) return http::StatusResponse(core.status());
+  auto encoded = http::EncodeInferResponse(**core, encoding);
+  if (!encoded.ok()) return http::StatusResponse(encoded.status());
+  http::HttpResponse r;
+  if (encoded->header_length) {
+    r.content_type = "application/octet-stream";
+    r.headers.emplace_back("Inference-Header-Content-Length",
+                           std::to_string(*encoded->header_length));
+  }
+  r.body = std::move(encoded->body);
+  if (compression != http::Encoding::kIdentity) {
+    auto z = http::Compress(r.body, compression);
+    if (z.ok()) {
+      r.body = std::move(*z);
+      r.headers.emplace_back("Content-Encoding",
+                             compression == http::Encoding::kGzip ? "gzip" : "deflate");
+    }
+  }
+  return r;
+}
+
+// The body, inflated when the client compressed it; the error answer else.
+StatusOr<std::shared_ptr<const std::string>> Body(const http::HttpRequest& req, size_t max_bytes) {
+  std::shared_ptr<const std::string> body = req.body;
+  if (!body) body = std::make_shared<const std::string>();
+  const std::string* ce = req.Header("Content-Encoding");
+  if (ce == nullptr || ce->empty() || *ce == "identity") return body;
+  if (*ce != "gzip" && *ce != "deflate") {
+    return Unimplemented("Unsupported compression type '" + Bounded(*ce) + "'");
+  }
+  auto inflated = http::Inflate(*body, max_bytes);
+  if (!inflated.ok()) return inflated.status();
+  return std::shared_ptr<const std::string>(std::make_shared<std::string>(std::move(*inflated)));
+}
+
+StatusOr<http::DecodedInfer> Decode(const http::HttpRequest& req,
+                                    const std::shared_ptr<const std::string>& body,
+                                    const std::string& model, int64_t version) {
+  std::optional<size_t> header_length;
+  if (const std::string* h = req.Header("Inference-Header-Content-Length")) {
+    size_t n = 0;
+    auto [p, ec] = std::from_chars(h->data(), h->data() + h->size(), n);
+    if (ec != std::errc() || p != h->data() + h->size()) {
+      return InvalidArgument("Inference-Header-Content-Length '" + Bounded(*h) +
+                             "' is not a non-negative integer");
+    }
+    header_length = n;
+  }
+  if (header_length && *header_length == 0) {
+    return Unimplemented(
+        "infer-batcher does not take raw binary requests (Inference-Header-Content-Length: 0): "
+        "send the JSON header with the binary tensor extension, or call inferd directly");
+  }
+  return http::DecodeInferRequest(body, header_length, model, version, http::DecodeLimits{});
+}
+
+}  // namespace
+
+void Batcher::HandleHttpInfer(middleman::Request request, middleman::Responder responder) {
+  const std::string model = request.params[0];
+  const std::string version_text = request.params.size() > 1 ? request.params[1] : "";
+  auto version = ParseModelVersion(version_text);
+  if (!version.ok()) return responder->Send(http::StatusResponse(version.status()));
+  auto body = Body(request.http, max_body_bytes_);
+  if (!body.ok()) {
+    http::HttpResponse r = http::StatusResponse(body.status());
+    if (body.status().code() == StatusCode::kUnimplemented) {
+      r.headers.emplace_back("Accept-Encoding", "gzip, deflate");
+    }
+    return responder->Send(std::move(r));
+  }
+  auto decoded = Decode(request.http, *body, model, *version);
+  if (!decoded.ok()) return responder->Send(http::StatusResponse(decoded.status()));
+  auto message = std::make_shared<const inference::ModelInferRequest>(
+      ToModelInferRequest(*decoded->request, version_text));
+  const std::string* accept = request.http.Header("Accept-Encoding");
+  const http::Encoding compression =
+      accept != nullptr ? http::ChooseEncoding(*accept) : http::Encoding::kIdentity;
+  middleman::CallOptions call;
+  call.cancelled = request.http.cancelled;
+  call.trace = request.trace;
+  Infer(
+      std::move(message), call, "http",
+      [this, responder, encoding = std::move(decoded->encoding), compression](
+          const ::grpc::Status& s, inference::ModelInferResponse& response) {
+        if (!s.ok()) return responder->Send(http::StatusResponse(middleman::FromGrpc(s)));
+        // Encoding is compute work: off gRPC's threads.
+        auto owned = std::make_shared<inference::ModelInferResponse>(std::move(response));
+        service_.Compute([responder, owned, encoding, compression] {
+          responder->Send(Encode(*owned, encoding, compression));
+        });
+      },
+      kHttpDecoupledRefusal);
+}
+
+void Batcher::RegisterHttp() {
+  auto infer = [this](middleman::Request r, middleman::Responder out) {
+    HandleHttpInfer(std::move(r), std::move(out));
+  };
+  service_.Route("POST", "/v2/models/{}/infer", infer, "/v2/models/infer");
+  service_.Route("POST", "/v2/models/{}/versions/{}/infer", infer, "/v2/models/infer");
+  service_.Route(
+      "GET", "/v2/health/live",
+      [](const middleman::Request&, const middleman::Responder& out) {
+        out->Send(JsonResponse(Health("live", true)));
+      },
+      "/v2/health/live");
+  service_.Route(
+      "GET", "/v2/health/ready",
+      [this](const middleman::Request&, const middleman::Responder& out) {
+        if (draining()) return out->Send(http::StatusResponse(Unavailable("Server exiting")));
+        Ready([out](bool ready) {
+          out->Send(JsonResponse(Health("ready", ready), ready ? 200 : 400));
+        });
+      },
+      "/v2/health/ready");
+}
+
+}  // namespace inferd::batcher
