@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "middleman/service.h"
+
 namespace inferd::batcher {
 namespace {
 
@@ -172,13 +174,15 @@ void BatchQueue::SendBatch(Batch batch) {
 void BatchQueue::SendMerged(std::vector<QueuedRequest> requests) {
   std::vector<const inference::ModelInferRequest*> messages;
   middleman::CallOptions call;
+  // The latest deadline of the batch (none if a request has none): a caller
+  // whose deadline passes only loses its own answer.
+  bool unbounded = false;
   for (const QueuedRequest& r : requests) {
     messages.push_back(r.request.get());
-    if (r.deadline != std::chrono::system_clock::time_point{} &&
-        (call.deadline == std::chrono::system_clock::time_point{} || r.deadline < call.deadline)) {
-      call.deadline = r.deadline;
-    }
+    if (r.deadline == std::chrono::system_clock::time_point{}) unbounded = true;
+    call.deadline = std::max(call.deadline, r.deadline);
   }
+  if (unbounded) call.deadline = {};
   auto merged = Merge(messages, "batcher-" + std::to_string(next_id_.fetch_add(1)));
   auto shared = std::make_shared<std::vector<QueuedRequest>>(std::move(requests));
   if (!merged.ok()) {

@@ -9,8 +9,9 @@
 // are answered CANCELLED / DEADLINE_EXCEEDED and left out; a batch of one
 // request sends that request unchanged (its id, its cancellation flag), so
 // its answer is inferd's own. The upstream call of a merged batch carries
-// the earliest deadline of its requests and no cancellation: a caller that
-// cancels after the send only loses its answer.
+// the latest deadline of its requests (none if one has none: the
+// upstream's default timeout) and no cancellation: a caller that cancels or
+// whose deadline passes after the send only loses its own answer.
 //
 // Errors: an upstream error answers every request of the batch with that
 // status, code and message as inferd sent them, except INVALID_ARGUMENT on

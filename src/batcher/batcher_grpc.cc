@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <mutex>
+#include <string_view>
 
 #include "batcher/batcher.h"
 

@@ -132,7 +132,8 @@ bool ApplyFlag(const std::string& flag, const std::string& v, Flags& f) {
   } else if (flag == "--max-delay-us") {
     b.max_delay = std::chrono::microseconds(Int(flag, v, 0, 60000000));
   } else if (flag == "--model-max-batch-size") {
-    b.model_max_batch_size.insert(ModelValue(flag, v, 1, 1 << 20));
+    auto [model, rows] = ModelValue(flag, v, 1, 1 << 20);
+    b.model_max_batch_size[model] = rows;
   } else if (flag == "--model-max-delay-us") {
     auto [model, us] = ModelValue(flag, v, 0, 60000000);
     b.model_max_delay[model] = std::chrono::microseconds(us);

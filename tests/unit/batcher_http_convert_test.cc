@@ -60,7 +60,7 @@ TEST(FromModelInferResponse, EncodesAsInferdsHttpFrontEndWould) {
   ASSERT_TRUE(json.ok()) << json.status().message();
   EXPECT_FALSE(json->header_length.has_value());
   EXPECT_EQ(json->body,
-            R"({"model_name":"m","model_version":"1","id":"r1","outputs":[{"name":"OUT",)"
+            R"({"id":"r1","model_name":"m","model_version":"1","outputs":[{"name":"OUT",)"
             R"("datatype":"INT32","shape":[1,2],"data":[7,-8]}]})");
   http::OutputEncoding binary;
   binary.binary_default = true;

@@ -204,7 +204,7 @@ TEST_F(BatchQueueTest, CancelledAndExpiredRequestsAreAnsweredAndLeftOut) {
   EXPECT_TRUE(c.status.ok());
 }
 
-TEST_F(BatchQueueTest, AMergedCallCarriesTheEarliestDeadlineAndNoCancellation) {
+TEST_F(BatchQueueTest, AMergedCallCarriesTheLatestDeadlineAndNoCancellation) {
   Outcome a, b;
   const auto soon = std::chrono::system_clock::now() + std::chrono::seconds(10);
   QueuedRequest qa = Queued(Request(1, "a"), a);
@@ -215,8 +215,15 @@ TEST_F(BatchQueueTest, AMergedCallCarriesTheEarliestDeadlineAndNoCancellation) {
   queue.Add("k", 2, std::chrono::seconds(60), std::move(qa));
   queue.Add("k", 2, std::chrono::seconds(60), std::move(qb));
   Call c = upstream.Next();
-  EXPECT_EQ(c.options.deadline, soon);
+  EXPECT_EQ(c.options.deadline, soon + std::chrono::seconds(5));
   EXPECT_EQ(c.options.cancelled, nullptr);
+  // A request without a deadline: the upstream's default timeout.
+  Outcome d, e;
+  QueuedRequest qd = Queued(Request(1, "d"), d);
+  qd.deadline = soon;
+  queue.Add("k", 2, std::chrono::seconds(60), std::move(qd));
+  queue.Add("k", 2, std::chrono::seconds(60), Queued(Request(1, "e"), e));
+  EXPECT_EQ(upstream.Next().options.deadline, std::chrono::system_clock::time_point{});
 }
 
 TEST_F(BatchQueueTest, AnUpstreamErrorFailsEveryRequestOfTheBatchWithItsStatus) {
