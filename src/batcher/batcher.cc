@@ -1,6 +1,6 @@
 #include "batcher/batcher.h"
 
-#include <limits>
+#include <algorithm>
 
 namespace inferd::batcher {
 
@@ -58,7 +58,7 @@ Batcher::Batcher(middleman::Service& service, std::vector<middleman::InferdPool*
           },
           options_.model_info_ttl),
       queue_([this](inference::ModelInferRequest request, const middleman::CallOptions& call,
-                    Answer done) { Upstream(std::move(request), call, std::move(done)); },
+                    Answer done) { SendUpstream(std::move(request), call, std::move(done)); },
              &service.metrics()) {
   service_.metrics().AddRenderHook([this] {
     service_.metrics()
@@ -70,7 +70,6 @@ Batcher::Batcher(middleman::Service& service, std::vector<middleman::InferdPool*
   service_.SetReadiness([this](std::function<void(bool)> answer) { Ready(std::move(answer)); });
 }
 
-Batcher::~Batcher() = default;
 
 middleman::InferdPool& Batcher::NextPool() {
   const size_t start = next_pool_.fetch_add(1) % pools_.size();
@@ -129,8 +128,8 @@ void Batcher::Route(std::shared_ptr<const inference::ModelInferRequest> request,
   queue_.Send(std::move(r));
 }
 
-void Batcher::Upstream(inference::ModelInferRequest request, const middleman::CallOptions& call,
-                       Answer done) {
+void Batcher::SendUpstream(inference::ModelInferRequest request, const middleman::CallOptions& call,
+                           Answer done) {
   const auto start = std::chrono::steady_clock::now();
   std::string name = request.model_name(), version = request.model_version();
   NextPool().Call<inference::ModelInferRequest, inference::ModelInferResponse>(

@@ -81,8 +81,8 @@ class Batcher {
   void RegisterGrpc();
   void RegisterHttp();
   void HandleHttpInfer(middleman::Request request, middleman::Responder responder);
-  void Upstream(inference::ModelInferRequest request, const middleman::CallOptions& call,
-                Answer done);
+  void SendUpstream(inference::ModelInferRequest request, const middleman::CallOptions& call,
+                    Answer done);
   void Route(std::shared_ptr<const inference::ModelInferRequest> request,
              const middleman::CallOptions& call, const std::optional<ModelInfo>& info, Answer done);
   int64_t MaxRows(const std::string& model, const ModelInfo& info) const;
@@ -97,7 +97,7 @@ class Batcher {
   middleman::Histogram& upstream_latency_;
   ModelInfoCache models_;
   BatchQueue queue_;
-  std::unique_ptr<GrpcService> grpc_;
+  std::shared_ptr<GrpcService> grpc_;  // shared: complete only in batcher_grpc.cc
 };
 
 }  // namespace inferd::batcher

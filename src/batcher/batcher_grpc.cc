@@ -212,8 +212,11 @@ class Batcher::GrpcService : public inference::GRPCInferenceService::CallbackSer
   Batcher& batcher_;
 };
 
+// Here, where GrpcService is complete.
+Batcher::~Batcher() = default;
+
 void Batcher::RegisterGrpc() {
-  grpc_ = std::make_unique<GrpcService>(*this);
+  grpc_ = std::make_shared<GrpcService>(*this);
   service_.AddGrpcService(grpc_.get());
 }
 

@@ -10,7 +10,6 @@ health, and the drain on SIGTERM.
 
 Environment: INFERD_BIN, INFER_BATCHER_BIN (default <repo>/build/bin/infer-batcher)."""
 
-import json
 import os
 import re
 import shutil
