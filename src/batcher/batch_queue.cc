@@ -206,6 +206,7 @@ void BatchQueue::Finish(const std::vector<QueuedRequest>& requests, const ::grpc
     return;
   }
   std::vector<Part> parts;
+  parts.reserve(requests.size());
   for (const QueuedRequest& r : requests) parts.push_back({r.request->id(), r.rows});
   auto answers = Split(response, parts);
   if (!answers.ok()) {

@@ -70,7 +70,6 @@ Batcher::Batcher(middleman::Service& service, std::vector<middleman::InferdPool*
   service_.SetReadiness([this](std::function<void(bool)> answer) { Ready(std::move(answer)); });
 }
 
-
 middleman::InferdPool& Batcher::NextPool() {
   const size_t start = next_pool_.fetch_add(1) % pools_.size();
   middleman::InferdPool* best = pools_[start];

@@ -80,7 +80,7 @@ class Batcher {
   class GrpcService;
   void RegisterGrpc();
   void RegisterHttp();
-  void HandleHttpInfer(middleman::Request request, middleman::Responder responder);
+  void HandleHttpInfer(const middleman::Request& request, const middleman::Responder& responder);
   void SendUpstream(inference::ModelInferRequest request, const middleman::CallOptions& call,
                     Answer done);
   void Route(std::shared_ptr<const inference::ModelInferRequest> request,

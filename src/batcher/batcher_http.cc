@@ -91,7 +91,8 @@ StatusOr<http::DecodedInfer> Decode(const http::HttpRequest& req,
 
 }  // namespace
 
-void Batcher::HandleHttpInfer(middleman::Request request, middleman::Responder responder) {
+void Batcher::HandleHttpInfer(const middleman::Request& request,
+                              const middleman::Responder& responder) {
   const std::string model = request.params[0];
   const std::string version_text = request.params.size() > 1 ? request.params[1] : "";
   auto version = ParseModelVersion(version_text);
@@ -129,8 +130,8 @@ void Batcher::HandleHttpInfer(middleman::Request request, middleman::Responder r
 }
 
 void Batcher::RegisterHttp() {
-  auto infer = [this](middleman::Request r, middleman::Responder out) {
-    HandleHttpInfer(std::move(r), std::move(out));
+  auto infer = [this](const middleman::Request& r, const middleman::Responder& out) {
+    HandleHttpInfer(r, out);
   };
   service_.Route("POST", "/v2/models/{}/infer", infer, "/v2/models/infer");
   service_.Route("POST", "/v2/models/{}/versions/{}/infer", infer, "/v2/models/infer");

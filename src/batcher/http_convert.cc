@@ -77,7 +77,7 @@ inference::ModelInferRequest ToModelInferRequest(const InferRequest& request,
 }
 
 StatusOr<std::unique_ptr<InferResponse>> FromModelInferResponse(
-    std::shared_ptr<const inference::ModelInferResponse> response) {
+    const std::shared_ptr<const inference::ModelInferResponse>& response) {
   auto out = std::make_unique<InferResponse>();
   out->model_name = response->model_name();
   const std::string& v = response->model_version();

@@ -30,6 +30,6 @@ inference::ModelInferRequest ToModelInferRequest(const InferRequest& request,
 // which the result keeps alive. INVALID_ARGUMENT / INTERNAL naming the
 // output when an output has an unknown datatype or no raw contents.
 StatusOr<std::unique_ptr<InferResponse>> FromModelInferResponse(
-    std::shared_ptr<const inference::ModelInferResponse> response);
+    const std::shared_ptr<const inference::ModelInferResponse>& response);
 
 }  // namespace inferd::batcher
