@@ -80,6 +80,10 @@ class Batcher {
   class GrpcService;
   void RegisterGrpc();
   void RegisterHttp();
+  // GET /v2/models/{m}[/versions/{v}][/ready] through ModelMetadata /
+  // ModelReady, answered as inferd's HTTP front end answers them.
+  void HandleHttpModel(const middleman::Request& request, const middleman::Responder& responder,
+                       bool ready);
   void HandleHttpInfer(const middleman::Request& request, const middleman::Responder& responder);
   void SendUpstream(inference::ModelInferRequest request, const middleman::CallOptions& call,
                     Answer done);

@@ -1,16 +1,22 @@
 // The batcher's HTTP front end: KServe v2 infer (JSON and the binary tensor
 // extension) through inferd's own codec, and the health endpoints.
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <charconv>
 
 #include "batcher/batcher.h"
 #include "batcher/http_convert.h"
 #include "core/sanitize.h"
+#include "core/utf8.h"
 #include "core/version_string.h"
 #include "frontend/http/compression.h"
 #include "frontend/http/infer_codec.h"
 
 namespace inferd::batcher {
 namespace {
+
+using Async = middleman::InferdStub::async_interface;
 
 // inferd's HTTP refusal of a decoupled model (frontend/http/http_api.cc).
 constexpr char kHttpDecoupledRefusal[] =
@@ -89,7 +95,107 @@ StatusOr<http::DecodedInfer> Decode(const http::HttpRequest& req,
   return http::DecodeInferRequest(body, header_length, model, version, http::DecodeLimits{});
 }
 
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+// A string as inferd's JSON encoders write it (frontend/http/json_encode.cc):
+// bytes that are not UTF-8 escaped.
+void JsonString(JsonWriter& w, std::string_view s) {
+  const std::string text = EscapeInvalidUtf8(s);
+  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
+}
+
+void JsonTensors(
+    JsonWriter& w, const char* key,
+    const google::protobuf::RepeatedPtrField<inference::ModelMetadataResponse::TensorMetadata>&
+        tensors) {
+  w.Key(key);
+  w.StartArray();
+  for (const auto& t : tensors) {
+    w.StartObject();
+    w.Key("name");
+    JsonString(w, t.name());
+    w.Key("datatype");
+    JsonString(w, t.datatype());
+    w.Key("shape");
+    w.StartArray();
+    for (int64_t d : t.shape()) w.Int64(d);
+    w.EndArray();
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+// inferd's HTTP model metadata body (json_encode.cc EncodeModelMetadata).
+std::string MetadataJson(const inference::ModelMetadataResponse& md) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  w.Key("name");
+  JsonString(w, md.name());
+  w.Key("versions");
+  w.StartArray();
+  for (const auto& v : md.versions()) JsonString(w, v);
+  w.EndArray();
+  w.Key("platform");
+  JsonString(w, md.platform());
+  JsonTensors(w, "inputs", md.inputs());
+  JsonTensors(w, "outputs", md.outputs());
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
+// inferd's HTTP model ready body (json_encode.cc EncodeModelReady).
+std::string ReadyJson(std::string_view model) {
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  w.Key("name");
+  JsonString(w, model);
+  w.Key("ready");
+  w.Bool(true);
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize());
+}
+
 }  // namespace
+
+void Batcher::HandleHttpModel(const middleman::Request& request,
+                              const middleman::Responder& responder, bool ready) {
+  const std::string version = request.params.size() > 1 ? request.params[1] : "";
+  if (auto v = ParseModelVersion(version); !v.ok()) {
+    return responder->Send(http::StatusResponse(v.status()));
+  }
+  middleman::CallOptions call;
+  call.cancelled = request.http.cancelled;
+  call.trace = request.trace;
+  auto fail = [responder](const ::grpc::Status& s) {
+    responder->Send(http::StatusResponse(middleman::FromGrpc(s)));
+  };
+  if (ready) {
+    inference::ModelReadyRequest r;
+    r.set_name(request.params[0]);
+    r.set_version(version);
+    return NextPool().Call<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+        &Async::ModelReady, std::move(r), call,
+        [responder, fail, model = request.params[0]](const ::grpc::Status& s,
+                                                     inference::ModelReadyResponse& answer) {
+          if (!s.ok()) return fail(s);
+          // Triton's model-ready semantics, as inferd's HTTP front end.
+          if (!answer.ready())
+            return responder->Send(http::ErrorResponse(400, "Model version not ready"));
+          responder->Send(JsonResponse(ReadyJson(model)));
+        });
+  }
+  inference::ModelMetadataRequest r;
+  r.set_name(request.params[0]);
+  r.set_version(version);
+  NextPool().Call<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+      &Async::ModelMetadata, std::move(r), call,
+      [responder, fail](const ::grpc::Status& s, inference::ModelMetadataResponse& answer) {
+        if (!s.ok()) return fail(s);
+        responder->Send(JsonResponse(MetadataJson(answer)));
+      });
+}
 
 void Batcher::HandleHttpInfer(const middleman::Request& request,
                               const middleman::Responder& responder) {
@@ -135,6 +241,16 @@ void Batcher::RegisterHttp() {
   };
   service_.Route("POST", "/v2/models/{}/infer", infer, "/v2/models/infer");
   service_.Route("POST", "/v2/models/{}/versions/{}/infer", infer, "/v2/models/infer");
+  auto metadata = [this](const middleman::Request& r, const middleman::Responder& out) {
+    HandleHttpModel(r, out, false);
+  };
+  auto ready = [this](const middleman::Request& r, const middleman::Responder& out) {
+    HandleHttpModel(r, out, true);
+  };
+  service_.Route("GET", "/v2/models/{}", metadata, "/v2/models");
+  service_.Route("GET", "/v2/models/{}/versions/{}", metadata, "/v2/models");
+  service_.Route("GET", "/v2/models/{}/ready", ready, "/v2/models/ready");
+  service_.Route("GET", "/v2/models/{}/versions/{}/ready", ready, "/v2/models/ready");
   service_.Route(
       "GET", "/v2/health/live",
       [](const middleman::Request&, const middleman::Responder& out) {

@@ -388,6 +388,16 @@ class BatcherHttpTest(BatcherTestBase):
         self.assertEqual(via, direct)
         self.assertEqual(via[0], 400)
 
+    def test_model_metadata_and_ready(self):
+        for path in ("/v2/models/simple", "/v2/models/simple/versions/1",
+                     "/v2/models/bytes_batch", "/v2/models/nope", "/v2/models/simple/versions/9",
+                     "/v2/models/simple/versions/x", "/v2/models/simple/ready",
+                     "/v2/models/simple/versions/1/ready", "/v2/models/nope/ready"):
+            via, direct = self.both(lambda c: c.get(path))
+            self.assertEqual(via, direct, path)
+            bad = "nope" in path or "/9" in path or "/x" in path
+            self.assertEqual(via[0] == 200, not bad, (path, via))
+
     def test_health(self):
         for path in ("/v2/health/live", "/v2/health/ready"):
             via, direct = self.both(lambda c: c.get(path))
