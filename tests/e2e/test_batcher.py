@@ -10,6 +10,8 @@ health, and the drain on SIGTERM.
 
 Environment: INFERD_BIN, INFER_BATCHER_BIN (default <repo>/build/bin/infer-batcher)."""
 
+import gzip
+import json
 import os
 import re
 import shutil
@@ -404,6 +406,56 @@ class BatcherHttpTest(BatcherTestBase):
             self.assertEqual(via[0], 200, path)
             self.assertEqual(via[3], direct[3], path)
         self.assertIn("batcher_requests_total", self.scrape())
+
+
+class BatcherOptionsTest(BatcherTestBase):
+    """Two upstream entries (the same inferd twice), a per-model batch size and delay, and
+    a gzip request body."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.EXTRA = ["--max-delay-us", "20000", "--model-max-batch-size=simple=2",
+                     "--model-max-delay-us", "simple=50000", "--channels", "2"]
+        super().setUpClass()
+        cls.batcher.stop()
+        upstream = "127.0.0.1:%d" % cls.inferd.grpc_port
+        cls.batcher = Batcher(upstream + "," + upstream, cls.EXTRA).start()
+        cls.via.close()
+        cls.via = grpc.insecure_channel("127.0.0.1:%d" % cls.batcher.ports["gRPC"])
+
+    def test_per_model_batch_size_over_two_upstreams(self):
+        self.assertSameAnswers([self.simple(i) for i in range(CLIENTS)])
+        text = self.scrape()
+        total = metric(text, "batcher_batch_rows_count")
+        self.assertGreater(total, 0)
+        self.assertEqual(metric(text, "batcher_batch_rows_bucket", le="2"), total, text)
+        self.assertGreater(self.merged_batches(), 0, text)
+
+    def test_gzip_body(self):
+        body = json.dumps({"inputs": [
+            {"name": name, "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}
+            for name in ("INPUT0", "INPUT1")]}).encode()
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip",
+                   "Accept-Encoding": "gzip"}
+
+        def send(port):
+            r = Client(port).post("/v2/models/simple/infer", gzip.compress(body), headers)
+            return r.status, r.header("Content-Encoding"), gzip.decompress(r.body)
+
+        via, direct = send(self.batcher.ports["HTTP"]), send(self.inferd.port)
+        self.assertEqual(via, direct)
+        self.assertEqual(via[0], 200)
+
+    def test_bad_flags_are_refused_by_name(self):
+        for flags, needle in ((["--max-delay-us", "-1"], "--max-delay-us"),
+                              (["--model-max-batch-size", "simple"], "MODEL=N"),
+                              (["--no-such-flag", "1"], "unknown flag --no-such-flag")):
+            done = subprocess.run([BATCHER_BIN, "--upstream=127.0.0.1:1"] + flags,
+                                  capture_output=True, text=True, timeout=10)
+            self.assertEqual(done.returncode, 2, flags)
+            self.assertIn(needle, done.stderr)
+        done = subprocess.run([BATCHER_BIN], capture_output=True, text=True, timeout=10)
+        self.assertIn("--upstream is required", done.stderr)
 
 
 class BatcherDrainTest(unittest.TestCase):
