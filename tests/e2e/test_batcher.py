@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import tempfile
@@ -456,6 +457,42 @@ class BatcherOptionsTest(BatcherTestBase):
             self.assertIn(needle, done.stderr)
         done = subprocess.run([BATCHER_BIN], capture_output=True, text=True, timeout=10)
         self.assertIn("--upstream is required", done.stderr)
+
+
+class BatcherUpstreamDownTest(unittest.TestCase):
+    def test_no_upstream_is_unavailable_and_not_ready_and_the_batcher_keeps_serving(self):
+        tmp = tempfile.mkdtemp(prefix="inferd-batcher-down-")
+        batcher = None
+        try:
+            pb, _ = generate_messages(os.path.join(tmp, "gen"))
+            with socket.socket() as s:  # a port nobody listens on
+                s.bind(("127.0.0.1", 0))
+                dead = s.getsockname()[1]
+            batcher = Batcher("127.0.0.1:%d" % dead).start()
+            with grpc.insecure_channel("127.0.0.1:%d" % batcher.ports["gRPC"]) as channel:
+                rpc = channel.unary_unary(SERVICE + "ModelInfer",
+                                          request_serializer=lambda m: m.SerializeToString(),
+                                          response_deserializer=pb.ModelInferResponse.FromString)
+                req = pb.ModelInferRequest(model_name="simple")
+                req.inputs.add(name="INPUT0", datatype="INT32", shape=[1, 16])
+                req.raw_input_contents.append(int32s(range(16)))
+                for _ in range(3):
+                    with self.assertRaises(grpc.RpcError) as e:
+                        rpc(req, timeout=10)
+                    self.assertEqual(e.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            http = Client(batcher.ports["HTTP"])
+            r = http.post_json("/v2/models/simple/infer", {"inputs": [
+                {"name": "INPUT0", "datatype": "INT32", "shape": [1, 1], "data": [1]}]})
+            self.assertEqual(r.status, 503, r)
+            self.assertIn("error", r.json())
+            ready = http.get("/v2/health/ready")
+            self.assertEqual((ready.status, ready.body), (400, b'{"ready":false}'))
+            self.assertEqual(http.get("/v2/health/live").status, 200)
+            self.assertEqual(batcher.stop(), 0, batcher.log())
+        finally:
+            if batcher:
+                batcher.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 class BatcherDrainTest(unittest.TestCase):
