@@ -318,6 +318,34 @@ class BatcherGrpcTest(BatcherTestBase):
         self.assertEqual(len(via), 9)  # one response per element of IN, 3 x 3
         self.assertEqual(via, direct)
 
+    def stream(self, channel, requests, metadata=None):
+        """(messages in order, final code, details) of one ModelStreamInfer stream."""
+        rpc = channel.stream_stream(SERVICE + "ModelStreamInfer",
+                                    request_serializer=lambda m: m.SerializeToString(),
+                                    response_deserializer=self.pb.ModelStreamInferResponse
+                                    .FromString)
+        out = []
+        try:
+            for m in rpc(iter(requests), timeout=20, metadata=metadata):
+                out.append(m.SerializeToString(deterministic=True))
+            return out, grpc.StatusCode.OK, ""
+        except grpc.RpcError as e:
+            return out, e.code(), e.details()
+
+    def test_stream_with_a_bad_request_in_the_middle_is_inferds(self):
+        requests = [self.simple(i) for i in range(40)]
+        requests[17].inputs[0].shape[1] = 15
+        via, direct = self.stream(self.via, requests), self.stream(self.direct, requests)
+        self.assertEqual(via, direct)
+        self.assertEqual(len(via[0]), 40)
+        self.assertTrue(self.pb.ModelStreamInferResponse.FromString(via[0][17]).error_message)
+        # With triton_grpc_error the first error ends the stream with its status.
+        md = [("triton_grpc_error", "true")]
+        via, direct = (self.stream(self.via, requests, md),
+                       self.stream(self.direct, requests, md))
+        self.assertEqual(via[1:], direct[1:])
+        self.assertEqual(via[1], grpc.StatusCode.INVALID_ARGUMENT)
+
     def test_other_rpcs_are_proxied(self):
         pb = self.pb
         for method, request, response in (
