@@ -133,6 +133,7 @@ def main():
     ap.add_argument("--interval-ms", default="2000")
     ap.add_argument("--batcher-args", default="")
     ap.add_argument("--note", default="", help="a sentence on what else ran on the machine")
+    ap.add_argument("--extra", default="", help="a paragraph after the figures")
     a = ap.parse_args()
     rows = load(a.results)
     summary = summarize(rows)
@@ -169,6 +170,9 @@ def main():
         print("infer-batcher was not measured in this run (DIRECT_ONLY=1: not built yet); the direct "
               "path alone:\n")
         print("\n".join(table_direct(summary)))
+        print()
+    if a.extra:
+        print(a.extra)
 
 
 if __name__ == "__main__":

@@ -184,7 +184,7 @@ TLS_HTTP=(--ssl-https-ca-certificates-file "$PKI/ca.crt")
 # names: --inferd-ca / --upstream-ca); otherwise a TLS origination hop, nginx
 # with grpc_pass grpcs:// on the clients' loopback (documented in the table).
 B_GRPC=127.0.0.1:9001; B_HTTP=127.0.0.1:9000
-B_NOTE=""
+B_NOTE=""; EXTRA=""
 if [ "$DIRECT_ONLY" != 1 ]; then
   HELP=$("$BATCHER" --help 2>&1 || true)
   UPSTREAM="$GRPC_LB"; TLS_ARGS=()
@@ -210,7 +210,8 @@ if [ "$DIRECT_ONLY" != 1 ]; then
     B_NOTE=" (infer-batcher has no TLS flag: plaintext to an nginx on the clients' loopback that originates the TLS, grpc_pass grpcs://)"
   fi
   # shellcheck disable=SC2086  # BATCHER_ARGS is a list of flags
-  in_ns "$CNS" "$BATCHER" --http-port=9000 --grpc-port=9001 --upstream="$UPSTREAM" "${TLS_ARGS[@]}" \
+  in_ns "$CNS" "$BATCHER" --http-address=127.0.0.1 --http-port=9000 --grpc-address=127.0.0.1 \
+    --grpc-port=9001 --upstream="$UPSTREAM" "${TLS_ARGS[@]}" \
     $BATCHER_ARGS > "$TMP/batcher.log" 2>&1 &
   PIDS+=($!)
   for i in $(seq 1 300); do
@@ -220,6 +221,13 @@ if [ "$DIRECT_ONLY" != 1 ]; then
     [ "$i" = 300 ] && die "infer-batcher not ready in 30 s"
     sleep 0.1
   done
+  # infer-perf reads the model's metadata over the protocol it loads: HTTP
+  # is measured only where the batcher serves GET /v2/models/{m}.
+  if [ "$HTTP" = 1 ] && ! in_ns "$CNS" /usr/bin/python3 -c \
+      "import urllib.request as u; u.urlopen('http://$B_HTTP/v2/models/simple', timeout=5)" 2> /dev/null; then
+    HTTP=0
+    EXTRA="HTTP not measured: this infer-batcher does not serve GET /v2/models/{m} (model metadata), which infer-perf reads before loading over HTTP."
+  fi
 fi
 
 # --- measurements ----------------------------------------------------------
@@ -287,7 +295,7 @@ CMD="bench/batcher/run.sh"
 REPORT=(/usr/bin/python3 "$ROOT/bench/batcher/report.py" "$RES" --command "$CMD"
   --date "$(date -u +%Y-%m-%d)" --cores "$(nproc)" --load-before "$LOAD_BEFORE"
   --load-after "$LOAD_AFTER" --mtu "$MTU" --interval-ms "$INTERVAL_MS"
-  --batcher-args "$BATCHER_ARGS$B_NOTE" --note "${NOTE:-}")
+  --batcher-args "$BATCHER_ARGS$B_NOTE" --note "${NOTE:-}" --extra "$EXTRA")
 if [ "${NO_DOC:-0}" = 1 ]; then
   "${REPORT[@]}"
 else
