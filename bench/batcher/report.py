@@ -10,12 +10,16 @@ import argparse
 import csv
 import statistics
 
+# CPU per inference of each tier, microseconds (run.sh): the load generator, the batcher (the
+# clients' namespace without infer-perf), nginx, inferd.
+CPU_FIELDS = ("cpu_perf_us", "cpu_cli_us", "cpu_lb_us", "cpu_srv_us")
+
 
 def load(path):
     with open(path) as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
     for r in rows:
-        for k in ("throughput", "p50_us", "p99_us", "server_batch"):
+        for k in CPU_FIELDS + ("throughput", "p50_us", "p99_us", "server_batch"):
             r[k] = float(r[k])
         r["clients"] = int(r["clients"])
     return rows
@@ -35,7 +39,8 @@ def summarize(rows):
     for k, by_path in out.items():
         s = {}
         for path, rs in by_path.items():
-            s[path] = {f: med([r[f] for r in rs]) for f in ("throughput", "p50_us", "p99_us", "server_batch")}
+            s[path] = {f: med([r[f] for r in rs])
+                       for f in CPU_FIELDS + ("throughput", "p50_us", "p99_us", "server_batch")}
         if "direct" in by_path and "batcher" in by_path:
             a = {r["round"]: r for r in by_path["direct"]}
             b = {r["round"]: r for r in by_path["batcher"]}
@@ -83,6 +88,20 @@ def table_direct(summary):
         if a:
             lines.append("| %s | %s | %d | %.0f | %s | %s | %.2f |" % (
                 k[0], k[1], k[2], a["throughput"], ms(a["p50_us"]), ms(a["p99_us"]), a["server_batch"]))
+    return lines
+
+
+def table_cpu(summary):
+    lines = ["| model | protocol | clients | path | infer-perf | infer-batcher | nginx | inferd | total |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for k in sorted(summary, key=order_key):
+        for path in ("direct", "batcher"):
+            c = summary[k].get(path)
+            if c:
+                cells = ["-" if f == "cpu_cli_us" and path == "direct" else "%.0f" % c[f] for f in CPU_FIELDS]
+                lines.append("| %s | %s | %d | %s | %s | %s |" % (
+                    k[0], k[1], k[2], path, " | ".join(cells),
+                    "%.0f" % sum(c[f] for f in CPU_FIELDS)))
     return lines
 
 
@@ -171,6 +190,11 @@ def main():
               "path alone:\n")
         print("\n".join(table_direct(summary)))
         print()
+    print("CPU per inference (microseconds of user + system time, medians of the rounds; each run "
+          "whole, warm-up included; the 2 cores give 2,000,000 a second to share): what each tier "
+          "spends, which is what a throughput on this machine trades against.\n")
+    print("\n".join(table_cpu(summary)))
+    print()
     if a.extra:
         print(a.extra)
 

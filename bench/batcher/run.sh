@@ -24,8 +24,8 @@
 # (BATCHER, default $BUILD/bin/infer-batcher); DIRECT_ONLY=1 measures path A
 # alone. Writes docs/performance.md (section batcher) unless NO_DOC=1.
 #
-# Environment: BUILD (build/), BATCHER, ROUNDS (3), INTERVAL_MS (2000: three
-# windows a run), CLIENTS ("64 8 1"), MODELS ("simple digits"), HTTP (1:
+# Environment: BUILD (build/), BATCHER, MODEL_REPO (examples/models), ROUNDS (3), INTERVAL_MS (2000: three
+# windows a run), RAW_DIR (keep infer-perf's JSON and the logs there), CLIENTS ("64 8 1"), MODELS ("simple digits"), HTTP (1:
 # also HTTP for simple at the largest client count), BATCHER_ARGS (extra
 # flags, default "--max-delay-us 500"), RESULTS (copy the raw TSV there).
 set -eu -o pipefail
@@ -34,6 +34,7 @@ BUILD="${BUILD:-$ROOT/build}"
 INFERD="$BUILD/bin/inferd"
 PERF="$BUILD/bin/infer-perf"
 BATCHER="${BATCHER:-$BUILD/bin/infer-batcher}"
+MODEL_REPO="${MODEL_REPO:-$ROOT/examples/models}"
 ROUNDS="${ROUNDS:-3}"
 INTERVAL_MS="${INTERVAL_MS:-2000}"
 CLIENTS="${CLIENTS:-64 8 1}"
@@ -52,7 +53,7 @@ for tool in ip nginx openssl; do
   command -v "$tool" > /dev/null || die "$tool not found (scripts/install-deps.sh)"
 done
 if [ ! -x "$INFERD" ] || [ ! -x "$PERF" ]; then die "no $INFERD or $PERF: run make build (or set BUILD)"; fi
-[ -f "$ROOT/examples/models/digits/1/model.pt" ] || die "missing digits: run make models"
+[ -f "$MODEL_REPO/digits/1/model.pt" ] || die "missing $MODEL_REPO/digits/1/model.pt: run make models (or set MODEL_REPO)"
 if [ "$DIRECT_ONLY" != 1 ] && [ ! -x "$BATCHER" ]; then
   die "infer-batcher not found at $BATCHER: build it (branch batcher) or set BATCHER=PATH; DIRECT_ONLY=1 measures the direct path alone"
 fi
@@ -124,7 +125,7 @@ ossl x509 -req -in "$PKI/lb.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreat
 # --- inferd (server ns) ----------------------------------------------------
 LOAD_ARGS=()
 for m in $MODELS; do LOAD_ARGS+=(--load-model "$m"); done
-in_ns "$SNS" "$INFERD" --model-repository "$ROOT/examples/models" --model-control-mode explicit \
+in_ns "$SNS" "$INFERD" --model-repository "$MODEL_REPO" --model-control-mode explicit \
   "${LOAD_ARGS[@]}" --allow-metrics=false \
   --http-address "$SRV_IP" --http-port 8000 --grpc-address "$SRV_IP" --grpc-port 8001 \
   2> "$TMP/inferd.log" &
@@ -235,7 +236,7 @@ fi
 # namespace (concurrency mode: each client a thread with its own connection,
 # one batch-1 request outstanding), a line in results.tsv.
 RES="$TMP/results.tsv"
-printf 'round\tpath\tmodel\tproto\tclients\tthroughput\tp50_us\tp99_us\tserver_batch\n' > "$RES"
+printf 'round\tpath\tmodel\tproto\tclients\tthroughput\tp50_us\tp99_us\tserver_batch\tcpu_lb_us\tcpu_srv_us\tcpu_cli_us\tcpu_perf_us\n' > "$RES"
 # counts MODEL: inferd's inference and execution counts, read in the server's
 # namespace (not through the paths under test): their growth over a run is
 # the batch size inferd executed, whoever merged the requests.
@@ -243,6 +244,22 @@ counts() {
   in_ns "$SNS" /usr/bin/python3 -c "import json, urllib.request as u
 s = json.load(u.urlopen('http://$SRV_IP:8000/v2/models/$1/stats', timeout=10))['model_stats'][0]
 print(s['inference_count'], s['execution_count'])"
+}
+# ns_ticks NS: CPU time (clock ticks, user + system) of the processes now in
+# namespace NS, to charge each tier its CPU per inference: the balancer's
+# nginx, the server's inferd, and in the clients' namespace between runs
+# (infer-perf gone) the batcher. infer-perf's own CPU from /usr/bin/time
+# (the load generator shares the cores: what it burns the paths cannot use).
+TICK_US=$(( 1000000 / $(getconf CLK_TCK) ))
+HAVE_TIME=0; [ -x /usr/bin/time ] && HAVE_TIME=1
+ns_ticks() {
+  local p t=0 f
+  for p in $(ip netns pids "$1"); do
+    # Fields after "(comm) ": state ppid ... utime is the 12th, stime the 13th.
+    f=$(sed 's/.*) //' "/proc/$p/stat" 2> /dev/null | awk '{print $12 + $13}') || continue
+    t=$(( t + ${f:-0} ))
+  done
+  echo "$t"
 }
 measure() {
   local round="$1" path="$2" model="$3" proto="$4" c="$5" args=()
@@ -253,19 +270,37 @@ measure() {
     batcher/http) args=(-i http -u "$B_HTTP") ;;
   esac
   local out="$TMP/$round.$path.$model.$proto.$c.json" before after
-  before=$(counts "$model")
-  in_ns "$CNS" "$PERF" -m "$model" "${args[@]}" --concurrency-range "$c" \
+  before="$(counts "$model") $(ns_ticks "$LNS") $(ns_ticks "$SNS") $(ns_ticks "$CNS")"
+  local timed=()
+  echo "0 0" > "$out.time"
+  [ "$HAVE_TIME" = 1 ] && timed=(/usr/bin/time -f "%U %S" -o "$out.time")
+  in_ns "$CNS" "${timed[@]}" "$PERF" -m "$model" "${args[@]}" --concurrency-range "$c" \
     --measurement-interval "$INTERVAL_MS" --max-trials 3 --warmup-ms 1000 --json \
     > "$out" 2> "$out.err" || { cat "$out.err" >&2; die "infer-perf failed: $path $model $proto -c $c"; }
-  after=$(counts "$model")
-  /usr/bin/python3 - "$out" "$before" "$after" "$round" "$path" "$model" "$proto" "$c" >> "$RES" <<'PY'
+  after="$(counts "$model") $(ns_ticks "$LNS") $(ns_ticks "$SNS") $(ns_ticks "$CNS")"
+  after="$after $(tail -n 1 "$out.time")"
+  /usr/bin/python3 - "$out" "$before" "$after" "$TICK_US" "$round" "$path" "$model" "$proto" "$c" \
+    >> "$RES" <<'PY'
 import json
 import sys
 r = json.load(open(sys.argv[1]))["results"][0]
-(i0, e0), (i1, e1) = (map(int, a.split()) for a in sys.argv[2:4])
-batch = (i1 - i0) / (e1 - e0) if e1 > e0 else 0.0
-print("\t".join(sys.argv[4:9] + ["%.1f" % r["throughput_infer_per_sec"], "%.0f" % r["latency_p50_us"],
-                                 "%.0f" % r["latency_p99_us"], "%.2f" % batch]))
+# Before and after: inferd's inference and execution counts, then the CPU
+# ticks of the balancer's, the server's and the clients' namespaces; after
+# also infer-perf's user and system seconds.
+b = [int(x) for x in sys.argv[2].split()]
+after = sys.argv[3].split()
+a = [int(x) for x in after[:5]]
+perf_s = float(after[5]) + float(after[6])
+tick_us = int(sys.argv[4])
+inferences, executions = a[0] - b[0], a[1] - b[1]
+batch = inferences / executions if executions > 0 else 0.0
+# CPU per inference of each tier over the whole run (warm-up included, like
+# the counts): nginx, inferd, the clients' namespace less infer-perf (gone
+# by then: the batcher), infer-perf.
+per = [(a[i] - b[i]) * tick_us for i in (2, 3, 4)] + [perf_s * 1e6]
+cpu = ["%.0f" % (x / inferences if inferences else 0) for x in per]
+print("\t".join(sys.argv[5:10] + ["%.1f" % r["throughput_infer_per_sec"], "%.0f" % r["latency_p50_us"],
+                                  "%.0f" % r["latency_p99_us"], "%.2f" % batch] + cpu))
 PY
   tail -n 1 "$RES" | tr '\t' ' ' >&2
 }
@@ -288,6 +323,7 @@ done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 say "measured in $(( $(date +%s) - START )) s; load average $LOAD_BEFORE before, $LOAD_AFTER after"
 [ -n "${RESULTS:-}" ] && cp "$RES" "$RESULTS"
+[ -n "${RAW_DIR:-}" ] && mkdir -p "$RAW_DIR" && cp "$TMP"/*.json "$TMP"/*.log "$RAW_DIR"/
 
 CMD="bench/batcher/run.sh"
 [ "$ROUNDS" != 3 ] && CMD="ROUNDS=$ROUNDS $CMD"
