@@ -128,8 +128,9 @@ def conclusions(summary):
         losing = [c for c in levels if med(grpc[(model, "grpc", c)]["ratio"]) < 1.0]
         paying = [c for c in levels if med(grpc[(model, "grpc", c)]["ratio"]) >= 1.1]
         if losing and paying:
-            verdict = "it stops paying below %d clients (at %s it costs throughput)" % (
-                min(paying), " and ".join(map(str, losing)))
+            verdict = ("it pays from %d clients and costs throughput at %s: it stops paying somewhere "
+                       "between %d and %d clients" % (min(paying), " and ".join(map(str, losing)),
+                                                      max(losing), min(paying)))
         elif losing:
             verdict = "it does not pay at any measured client count"
         elif paying:
@@ -137,6 +138,45 @@ def conclusions(summary):
         else:
             verdict = "it makes no difference worth a hop (within 10%)"
         out.append("`%s` over gRPC, batcher / direct: %s; %s." % (model, "; ".join(parts), verdict))
+    low = min(k[2] for k in grpc)
+    one = grpc.get(("simple", "grpc", low))
+    if one:
+        out.append("With %d client%s nothing merges (inferd's batch %.2f): each request waits alone for "
+                   "`--max-delay-us` before it is sent and pays one more gRPC hop, so the batcher adds "
+                   "%.2f ms at the median for `simple` (%s against %s ms)." % (
+                       low, "" if low == 1 else "s", one["batcher"]["server_batch"],
+                       (one["batcher"]["p50_us"] - one["direct"]["p50_us"]) / 1000,
+                       ms(one["batcher"]["p50_us"]), ms(one["direct"]["p50_us"])))
+    http = [k for k, s in summary.items() if k[1] == "http" and "ratio" in s]
+    for k in http:
+        s = summary[k]
+        a = s["direct"]
+        out.append("Over HTTP (`%s`, %d clients) the batcher gives %.2fx: the direct path is cheap already "
+                   "(nginx + inferd %.0f µs per inference over HTTP/1.1, against %s over gRPC), so there is "
+                   "little to save beyond what the extra hop costs." % (
+                       k[0], k[2], med(s["ratio"]), a["cpu_lb_us"] + a["cpu_srv_us"],
+                       "%.0f µs" % (grpc[(k[0], "grpc", k[2])]["direct"]["cpu_lb_us"]
+                                    + grpc[(k[0], "grpc", k[2])]["direct"]["cpu_srv_us"])
+                       if (k[0], "grpc", k[2]) in grpc else "more"))
+    for model in sorted({k[0] for k in grpc}, key=lambda m: m != "simple"):
+        s = grpc.get((model, "grpc", top))
+        if not s:
+            continue
+        a, b = s["direct"], s["batcher"]
+        far_a, far_b = a["cpu_lb_us"] + a["cpu_srv_us"], b["cpu_lb_us"] + b["cpu_srv_us"]
+        near_a, near_b = a["cpu_perf_us"], b["cpu_perf_us"] + b["cpu_cli_us"]
+        if far_b > 0:
+            out.append(
+                "Where the CPU goes, `%s` at %d clients (per inference): the far side (nginx + inferd) "
+                "spends %.0f µs direct and %.0f µs behind the batcher, **%.1fx less**; the clients' side "
+                "spends %.0f µs direct (infer-perf) and %.0f µs with the batcher (infer-perf %.0f + "
+                "infer-batcher %.0f). On this machine both sides share the same 2 cores, so the "
+                "measured throughput follows the totals (%.0f against %.0f µs); where the clients and the "
+                "batcher run on their own machines, as in a remote fleet, the far side's %.1fx is the "
+                "capacity a server-bound fleet gains (derived from the CPU figures, not measured as "
+                "throughput here)." % (
+                    model, top, far_a, far_b, far_a / far_b, near_a, near_b, b["cpu_perf_us"],
+                    b["cpu_cli_us"], far_a + near_a, far_b + near_b, far_a / far_b))
     return out
 
 
