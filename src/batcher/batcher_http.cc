@@ -35,10 +35,9 @@ http::HttpResponse JsonResponse(std::string body, int status = 200) {
 }
 
 // The answer inferd's HttpInferSink would send for `response`.
-http::HttpResponse Encode(const inference::ModelInferResponse& response,
+http::HttpResponse Encode(const std::shared_ptr<const inference::ModelInferResponse>& response,
                           const http::OutputEncoding& encoding, http::Encoding compression) {
-  auto owned = std::make_shared<inference::ModelInferResponse>(response);
-  auto core = FromModelInferResponse(std::move(owned));
+  auto core = FromModelInferResponse(response);
   if (!core.ok()) return http::StatusResponse(core.status());
   auto encoded = http::EncodeInferResponse(**core, encoding);
   if (!encoded.ok()) return http::StatusResponse(encoded.status());
@@ -229,7 +228,7 @@ void Batcher::HandleHttpInfer(const middleman::Request& request,
         // Encoding is compute work: off gRPC's threads.
         auto owned = std::make_shared<inference::ModelInferResponse>(std::move(response));
         service_.Compute([responder, owned, encoding, compression] {
-          responder->Send(Encode(*owned, encoding, compression));
+          responder->Send(Encode(owned, encoding, compression));
         });
       },
       kHttpDecoupledRefusal);
