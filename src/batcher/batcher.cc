@@ -120,10 +120,7 @@ void Batcher::Route(std::shared_ptr<const inference::ModelInferRequest> request,
     }
     reason = std::get<PassThrough>(key);
   }
-  service_.metrics()
-      .counter("batcher_pass_through_total", "Requests sent on unchanged, by reason",
-               {{"reason", std::string(PassThroughLabel(reason))}})
-      .Add();
+  CountPassThrough(std::string(PassThroughLabel(reason)));
   queue_.Send(std::move(r));
 }
 

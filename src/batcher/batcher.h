@@ -5,8 +5,10 @@
 // unchanged.
 //
 //   gRPC (batcher_grpc.cc): ModelInfer batched or passed through;
-//     ModelStreamInfer proxied whole to one upstream; every other RPC of
-//     GRPCInferenceService proxied to an upstream unchanged.
+//     ModelStreamInfer (batcher_stream.cc) batched request by request, or
+//     proxied whole to one upstream when its first request is for a
+//     decoupled or sequence model; every other RPC of GRPCInferenceService
+//     proxied to an upstream unchanged.
 //   HTTP (batcher_http.cc): POST /v2/models/{m}[/versions/{v}]/infer (JSON
 //     and the binary tensor extension) converted to ModelInferRequest and
 //     the answer encoded as inferd's HTTP front end encodes it; health and
@@ -71,6 +73,15 @@ class Batcher {
   bool draining() const { return draining_.load(); }
   // Whether an upstream answers ServerReady (false while draining).
   void Ready(std::function<void(bool)> answer);
+
+  // ModelStreamInfer's reactor (batcher_stream.cc).
+  ::grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+  StartStream(::grpc::CallbackServerContext* context);
+  // The model's info (cached), as Infer decides with it.
+  void ModelInfoFor(const std::string& name, const std::string& version,
+                    std::function<void(std::optional<ModelInfo>)> next);
+  // Counts a request sent on unchanged for `reason`.
+  void CountPassThrough(const std::string& reason);
 
   // The pool with the fewest calls in flight.
   middleman::InferdPool& NextPool();

@@ -294,7 +294,7 @@ class BatcherGrpcTest(BatcherTestBase):
                                metric(before, "batcher_pass_through_total", reason=reason),
                                reason)
 
-    def test_decoupled_stream_is_proxied(self):
+    def test_decoupled_stream_is_proxied(self):  # its first request decides
         def requests():
             for i in range(3):
                 r = self.pb.ModelInferRequest(model_name="repeat_int32", id="st%d" % i)
@@ -332,11 +332,14 @@ class BatcherGrpcTest(BatcherTestBase):
         except grpc.RpcError as e:
             return out, e.code(), e.details()
 
-    def test_stream_with_a_bad_request_in_the_middle_is_inferds(self):
+    def test_stream_requests_are_batched_and_answered_as_inferd(self):
+        before = self.merged_batches()
         requests = [self.simple(i) for i in range(40)]
         requests[17].inputs[0].shape[1] = 15
+        requests[23].model_name = "no_such_model"
         via, direct = self.stream(self.via, requests), self.stream(self.direct, requests)
         self.assertEqual(via, direct)
+        self.assertGreater(self.merged_batches(), before, self.scrape())
         self.assertEqual(len(via[0]), 40)
         self.assertTrue(self.pb.ModelStreamInferResponse.FromString(via[0][17]).error_message)
         # With triton_grpc_error the first error ends the stream with its status.
@@ -345,6 +348,23 @@ class BatcherGrpcTest(BatcherTestBase):
                        self.stream(self.direct, requests, md))
         self.assertEqual(via[1:], direct[1:])
         self.assertEqual(via[1], grpc.StatusCode.INVALID_ARGUMENT)
+
+    def test_sequence_stream_is_proxied(self):
+        def requests(sequence_id):
+            for i in range(4):
+                r = self.pb.ModelInferRequest(model_name="seq_identity", id="q%d" % i)
+                r.parameters["sequence_id"].int64_param = sequence_id
+                r.parameters["sequence_start"].bool_param = i == 0
+                r.parameters["sequence_end"].bool_param = i == 3
+                r.inputs.add(name="INPUT0", datatype="INT32", shape=[1, 4])
+                r.raw_input_contents.append(int32s([i] * 4))
+                yield r
+        before = metric(self.scrape(), "batcher_pass_through_total", reason="stream")
+        via, direct = self.stream(self.via, requests(7)), self.stream(self.direct, requests(8))
+        self.assertEqual(via, direct)
+        self.assertEqual((len(via[0]), via[1]), (4, grpc.StatusCode.OK))
+        self.assertEqual(metric(self.scrape(), "batcher_pass_through_total", reason="stream"),
+                         before + 1)
 
     def test_other_rpcs_are_proxied(self):
         pb = self.pb
