@@ -3,7 +3,6 @@
 // batcher_stream.cc's; every other RPC is proxied unary.
 #include <grpcpp/grpcpp.h>
 
-
 #include "batcher/batcher.h"
 
 namespace inferd::batcher {
