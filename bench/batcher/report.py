@@ -105,7 +105,7 @@ def table_cpu(summary):
     return lines
 
 
-def conclusions(summary):
+def conclusions(summary, batcher_args=""):
     out = []
     grpc = {k: s for k, s in summary.items() if k[1] == "grpc" and "ratio" in s}
     if not grpc:
@@ -141,10 +141,13 @@ def conclusions(summary):
     low = min(k[2] for k in grpc)
     one = grpc.get(("simple", "grpc", low))
     if one:
-        out.append("With %d client%s nothing merges (inferd's batch %.2f): each request waits alone for "
-                   "`--max-delay-us` before it is sent and pays one more gRPC hop, so the batcher adds "
+        waits = "--max-inflight-batches 0" in batcher_args or "--max-inflight-batches=0" in batcher_args
+        how = ("each request waits alone for `--max-delay-us` before it is sent and pays one more gRPC hop"
+               if waits else "a request that finds its model idle is sent at once "
+               "(`--max-inflight-batches`), so what it pays is one more gRPC hop and the batcher's CPU")
+        out.append("With %d client%s nothing merges (inferd's batch %.2f): %s; the batcher adds "
                    "%.2f ms at the median for `simple` (%s against %s ms)." % (
-                       low, "" if low == 1 else "s", one["batcher"]["server_batch"],
+                       low, "" if low == 1 else "s", one["batcher"]["server_batch"], how,
                        (one["batcher"]["p50_us"] - one["direct"]["p50_us"]) / 1000,
                        ms(one["batcher"]["p50_us"]), ms(one["direct"]["p50_us"])))
     http = [k for k, s in summary.items() if k[1] == "http" and "ratio" in s]
@@ -223,7 +226,7 @@ def main():
     if both:
         print("\n".join(table_both(summary)))
         print()
-        for line in conclusions(summary):
+        for line in conclusions(summary, a.batcher_args):
             print(line + "\n")
     else:
         print("infer-batcher was not measured in this run (DIRECT_ONLY=1: not built yet); the direct "

@@ -21,8 +21,9 @@ bool IsExpired(const QueuedRequest& r, std::chrono::system_clock::time_point now
 
 }  // namespace
 
-BatchQueue::BatchQueue(Upstream upstream, middleman::MetricsRegistry* metrics)
+BatchQueue::BatchQueue(Upstream upstream, middleman::MetricsRegistry* metrics, int max_in_flight)
     : upstream_(std::move(upstream)),
+      max_in_flight_(max_in_flight),
       rows_(metrics->histogram("batcher_batch_rows", "Rows (batch size) per upstream ModelInfer",
                                {}, CountBuckets())),
       requests_(metrics->histogram("batcher_batch_requests",
@@ -41,45 +42,38 @@ BatchQueue::~BatchQueue() {
   timer_.join();
 }
 
+BatchQueue::Batch BatchQueue::TakeLocked(Keys::iterator k) {
+  Batch b = std::move(k->second.open);
+  k->second.open = Batch{};
+  queued_ -= static_cast<int64_t>(b.requests.size());
+  ++k->second.in_flight;
+  return b;
+}
+
 void BatchQueue::Add(const std::string& key, int64_t max_rows, std::chrono::microseconds max_delay,
                      QueuedRequest r) {
   std::vector<Batch> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopped_) {
-      ready.emplace_back();
-      ready.back().requests.push_back(std::move(r));
-      ready.back().enqueued.push_back(Clock::now());
-    } else {
-      auto it = open_.find(key);
-      if (it != open_.end() && it->second.rows + r.rows > max_rows) {
-        queued_ -= static_cast<int64_t>(it->second.requests.size());
-        ready.push_back(std::move(it->second));
-        open_.erase(it);
-        it = open_.end();
-      }
-      const auto now = Clock::now();
-      bool new_batch = false;
-      if (it == open_.end()) {
-        it = open_.try_emplace(key).first;
-        it->second.flush_at = now + max_delay;
-        new_batch = true;
-      }
-      Batch& b = it->second;
-      b.rows += r.rows;
-      b.requests.push_back(std::move(r));
-      b.enqueued.push_back(now);
-      ++queued_;
-      if (b.rows >= max_rows) {
-        queued_ -= static_cast<int64_t>(b.requests.size());
-        ready.push_back(std::move(b));
-        open_.erase(it);
-      } else if (new_batch) {
-        wake_.notify_one();
-      }
+    auto k = keys_.try_emplace(key).first;
+    Key& state = k->second;
+    if (state.open.rows > 0 && state.open.rows + r.rows > max_rows) {
+      ready.push_back(TakeLocked(k));
+    }
+    const auto now = Clock::now();
+    const bool new_batch = state.open.rows == 0;
+    if (new_batch) state.open.flush_at = now + max_delay;
+    state.open.rows += r.rows;
+    state.open.requests.push_back(std::move(r));
+    state.open.enqueued.push_back(now);
+    ++queued_;
+    if (stopped_ || state.open.rows >= max_rows || state.in_flight < max_in_flight_) {
+      ready.push_back(TakeLocked(k));
+    } else if (new_batch) {
+      wake_.notify_one();
     }
   }
-  for (Batch& b : ready) SendBatch(std::move(b));
+  for (Batch& b : ready) SendBatch(std::move(b), key);
 }
 
 void BatchQueue::Send(QueuedRequest r) {
@@ -87,18 +81,19 @@ void BatchQueue::Send(QueuedRequest r) {
   b.rows = r.rows;
   b.requests.push_back(std::move(r));
   b.enqueued.push_back(Clock::now());
-  SendBatch(std::move(b));
+  SendBatch(std::move(b), {});
 }
 
 void BatchQueue::Stop() {
-  std::map<std::string, Batch> waiting;
+  std::vector<std::pair<std::string, Batch>> waiting;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopped_ = true;
-    waiting.swap(open_);
-    queued_ = 0;
+    for (auto k = keys_.begin(); k != keys_.end(); ++k) {
+      if (k->second.open.rows > 0) waiting.emplace_back(k->first, TakeLocked(k));
+    }
   }
-  for (auto& [key, b] : waiting) SendBatch(std::move(b));
+  for (auto& [key, b] : waiting) SendBatch(std::move(b), key);
 }
 
 int64_t BatchQueue::queued() const {
@@ -110,7 +105,9 @@ void BatchQueue::TimerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!exiting_) {
     auto next = Clock::time_point::max();
-    for (const auto& [key, b] : open_) next = std::min(next, b.flush_at);
+    for (const auto& [key, k] : keys_) {
+      if (k.open.rows > 0) next = std::min(next, k.open.flush_at);
+    }
     if (next == Clock::time_point::max()) {
       wake_.wait(lock);
       continue;
@@ -119,24 +116,37 @@ void BatchQueue::TimerLoop() {
       wake_.wait_until(lock, next);
       continue;
     }
-    std::vector<Batch> ready;
+    std::vector<std::pair<std::string, Batch>> ready;
     const auto now = Clock::now();
-    for (auto it = open_.begin(); it != open_.end();) {
-      if (it->second.flush_at <= now) {
-        queued_ -= static_cast<int64_t>(it->second.requests.size());
-        ready.push_back(std::move(it->second));
-        it = open_.erase(it);
-      } else {
-        ++it;
+    for (auto k = keys_.begin(); k != keys_.end(); ++k) {
+      if (k->second.open.rows > 0 && k->second.open.flush_at <= now) {
+        ready.emplace_back(k->first, TakeLocked(k));
       }
     }
     lock.unlock();
-    for (Batch& b : ready) SendBatch(std::move(b));
+    for (auto& [key, b] : ready) SendBatch(std::move(b), key);
     lock.lock();
   }
 }
 
-void BatchQueue::SendBatch(Batch batch) {
+void BatchQueue::CallEnded(const std::string& key) {
+  if (key.empty()) return;
+  Batch next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto k = keys_.find(key);
+    if (k == keys_.end()) return;
+    --k->second.in_flight;
+    if (k->second.open.rows > 0 && k->second.in_flight < max_in_flight_) {
+      next = TakeLocked(k);
+    } else if (k->second.open.rows == 0 && k->second.in_flight == 0) {
+      keys_.erase(k);
+    }
+  }
+  if (!next.requests.empty()) SendBatch(std::move(next), key);
+}
+
+void BatchQueue::SendBatch(Batch batch, const std::string& key) {
   const auto now = Clock::now();
   const auto wall = std::chrono::system_clock::now();
   std::vector<QueuedRequest> live;
@@ -155,23 +165,24 @@ void BatchQueue::SendBatch(Batch batch) {
       live.push_back(std::move(r));
     }
   }
-  if (live.empty()) return;
+  if (live.empty()) return CallEnded(key);
   int64_t rows = 0;
   for (const QueuedRequest& r : live) rows += r.rows;
   rows_.Observe(static_cast<double>(rows));
   requests_.Observe(static_cast<double>(live.size()));
-  if (live.size() > 1) return SendMerged(std::move(live));
+  if (live.size() > 1) return SendMerged(std::move(live), key);
   auto r = std::make_shared<QueuedRequest>(std::move(live.front()));
   middleman::CallOptions call;
   call.deadline = r->deadline;
   call.cancelled = r->cancelled;
   upstream_(*r->request, call,
-            [r](const ::grpc::Status& status, inference::ModelInferResponse& response) {
+            [this, r, key](const ::grpc::Status& status, inference::ModelInferResponse& response) {
+              CallEnded(key);
               r->done(status, response);
             });
 }
 
-void BatchQueue::SendMerged(std::vector<QueuedRequest> requests) {
+void BatchQueue::SendMerged(std::vector<QueuedRequest> requests, const std::string& key) {
   std::vector<const inference::ModelInferRequest*> messages;
   middleman::CallOptions call;
   // The latest deadline of the batch (none if a request has none): a caller
@@ -186,17 +197,21 @@ void BatchQueue::SendMerged(std::vector<QueuedRequest> requests) {
   auto merged = Merge(messages, "batcher-" + std::to_string(next_id_.fetch_add(1)));
   auto shared = std::make_shared<std::vector<QueuedRequest>>(std::move(requests));
   if (!merged.ok()) {
+    CallEnded(key);
     inference::ModelInferResponse none;
     return Finish(*shared, middleman::ToGrpc(merged.status()), none);
   }
-  upstream_(std::move(*merged), call,
-            [this, shared](const ::grpc::Status& status, inference::ModelInferResponse& response) {
-              if (status.error_code() == ::grpc::StatusCode::INVALID_ARGUMENT) {
-                for (QueuedRequest& r : *shared) Send(std::move(r));
-                return;
-              }
-              Finish(*shared, status, response);
-            });
+  upstream_(
+      std::move(*merged), call,
+      [this, shared, key](const ::grpc::Status& status, inference::ModelInferResponse& response) {
+        // The next batch goes before this one is split and answered.
+        CallEnded(key);
+        if (status.error_code() == ::grpc::StatusCode::INVALID_ARGUMENT) {
+          for (QueuedRequest& r : *shared) Send(std::move(r));
+          return;
+        }
+        Finish(*shared, status, response);
+      });
 }
 
 void BatchQueue::Finish(const std::vector<QueuedRequest>& requests, const ::grpc::Status& status,

@@ -2,16 +2,20 @@
 // sends each batch upstream as one ModelInfer call, then answers every
 // request of the batch from its slice of the answer.
 //
-// A batch is sent when its rows reach its `max_rows` or when its oldest
+// A batch is sent when its rows reach its `max_rows`, when its oldest
 // request has waited `max_delay` (one timer thread for every key, no thread
-// per model); a request that does not fit the room left starts the next
-// batch. At send time the requests already cancelled or past their deadline
-// are answered CANCELLED / DEADLINE_EXCEEDED and left out; a batch of one
-// request sends that request unchanged (its id, its cancellation flag), so
-// its answer is inferd's own. The upstream call of a merged batch carries
-// the latest deadline of its requests (none if one has none: the
-// upstream's default timeout) and no cancellation: a caller that cancels or
-// whose deadline passes after the send only loses its own answer.
+// per model), or as soon as fewer than `max_in_flight` upstream calls of its
+// key are in flight: a request that finds its key idle goes at once, and the
+// requests that arrive while the key's calls run wait for the first of them
+// to finish, so the batch grows with the load and a lone request pays no
+// delay (inferd's dynamic batcher does the same with an idle instance).
+// `max_in_flight` 0: batches wait for `max_rows` or `max_delay` only. A
+// request that does not fit the room left starts the next batch. At send time the requests already
+// cancelled or past their deadline are answered CANCELLED / DEADLINE_EXCEEDED and left out; a batch
+// of one request sends that request unchanged (its id, its cancellation flag), so its answer is
+// inferd's own. The upstream call of a merged batch carries the latest deadline of its requests
+// (none if one has none: the upstream's default timeout) and no cancellation: a caller that cancels
+// or whose deadline passes after the send only loses its own answer.
 //
 // Errors: an upstream error answers every request of the batch with that
 // status, code and message as inferd sent them, except INVALID_ARGUMENT on
@@ -64,8 +68,9 @@ using Upstream = std::function<void(inference::ModelInferRequest request,
 
 class BatchQueue {
  public:
-  // `metrics` (not owned) gets the batcher_* batch families.
-  BatchQueue(Upstream upstream, middleman::MetricsRegistry* metrics);
+  // `metrics` (not owned) gets the batcher_* batch families;
+  // `max_in_flight`: upstream calls per key before batches wait (above).
+  BatchQueue(Upstream upstream, middleman::MetricsRegistry* metrics, int max_in_flight);
   ~BatchQueue();
   BatchQueue(const BatchQueue&) = delete;
   BatchQueue& operator=(const BatchQueue&) = delete;
@@ -88,13 +93,26 @@ class BatchQueue {
     int64_t rows = 0;
     std::chrono::steady_clock::time_point flush_at{};
   };
-  void SendBatch(Batch batch);
-  void SendMerged(std::vector<QueuedRequest> requests);
+  // One merge key: its open batch (when `open.rows` > 0) and its upstream
+  // calls in flight. Erased when both are zero.
+  struct Key {
+    Batch open;
+    int in_flight = 0;
+  };
+  using Keys = std::map<std::string, Key>;
+  // Takes `k`'s open batch for sending (counting the call) under mu_.
+  Batch TakeLocked(Keys::iterator k);
+  // `key` empty: a pass-through, not counted.
+  void SendBatch(Batch batch, const std::string& key);
+  void SendMerged(std::vector<QueuedRequest> requests, const std::string& key);
+  // `key`'s call has ended: sends its open batch if the key may now.
+  void CallEnded(const std::string& key);
   void Finish(const std::vector<QueuedRequest>& requests, const ::grpc::Status& status,
               inference::ModelInferResponse& response);
   void TimerLoop();
 
   const Upstream upstream_;
+  const int max_in_flight_;
   middleman::Histogram& rows_;
   middleman::Histogram& requests_;
   middleman::Histogram& queue_delay_;
@@ -102,7 +120,7 @@ class BatchQueue {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::map<std::string, Batch> open_;
+  Keys keys_;
   int64_t queued_ = 0;
   bool stopped_ = false;
   bool exiting_ = false;

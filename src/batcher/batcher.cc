@@ -2,32 +2,19 @@
 
 #include <algorithm>
 
+#include "core/status.h"
+
 namespace inferd::batcher {
 
 using Async = middleman::InferdStub::async_interface;
 
 namespace {
 
+// The label of a gRPC code: inferd's codes are gRPC's (core/status.h), and
+// UNAUTHENTICATED, the one gRPC code inferd has no name for, by its name.
 std::string CodeLabel(::grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const int i = static_cast<int>(code);
-  return i >= 0 && i < 17 ? kNames[i] : std::to_string(i);
+  if (code == ::grpc::StatusCode::UNAUTHENTICATED) return "UNAUTHENTICATED";
+  return StatusCodeName(static_cast<StatusCode>(code));
 }
 
 }  // namespace
@@ -59,7 +46,7 @@ Batcher::Batcher(middleman::Service& service, std::vector<middleman::InferdPool*
           options_.model_info_ttl),
       queue_([this](inference::ModelInferRequest request, const middleman::CallOptions& call,
                     Answer done) { SendUpstream(std::move(request), call, std::move(done)); },
-             &service.metrics()) {
+             &service.metrics(), options_.max_in_flight) {
   service_.metrics().AddRenderHook([this] {
     service_.metrics()
         .gauge("batcher_queued_requests", "Requests waiting in the batcher for their batch")

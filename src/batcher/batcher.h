@@ -42,6 +42,9 @@ struct BatcherOptions {
   // Rows per upstream call; 0: the model's max_batch_size. Never above it.
   int64_t max_batch_size = 0;
   std::chrono::microseconds max_delay{500};
+  // Upstream calls of one batch key in flight before requests wait for a
+  // batch (batch_queue.h); 0: batches wait for max rows or max_delay only.
+  int max_in_flight = 2;
   std::map<std::string, int64_t> model_max_batch_size;  // by model name
   std::map<std::string, std::chrono::microseconds> model_max_delay;
   std::chrono::milliseconds model_info_ttl{30000};

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "batcher/batcher.h"
+#include "middleman/inferd_flags.h"
 
 namespace {
 
@@ -28,6 +29,10 @@ constexpr char kUsage[] =
     "  --max-batch-size N      rows per upstream call (default 0: the model's\n"
     "                          max_batch_size; never above it)\n"
     "  --max-delay-us D        longest wait of a request for its batch (default 500)\n"
+    "  --max-inflight-batches N  upstream calls of one batch key in flight before\n"
+    "                          requests wait for a batch (default 2: a request that\n"
+    "                          finds its model idle goes at once; 0: always wait for a\n"
+    "                          full batch or --max-delay-us)\n"
     "  --model-max-batch-size M=N  the same for model M (repeatable)\n"
     "  --model-max-delay-us M=D    the same for model M (repeatable)\n"
     "  --model-info-ttl-ms T   how long a model's config is trusted (default 30000)\n"
@@ -39,16 +44,13 @@ constexpr char kUsage[] =
     "  --max-message-bytes B   largest gRPC message and HTTP body (default 67108864)\n"
     "  --drain-delay-secs S    on SIGTERM, keep serving (not ready) this long (default 0)\n"
     "  --exit-timeout-secs S   then wait this long for answers owed (default 30)\n"
-    "TLS and headers to inferd (as infer-gateway's):\n"
-    "  --inferd-ssl            TLS to inferd (no value; implied by the three below)\n"
-    "  --inferd-ca FILE        PEM CAs to trust (default: gRPC's roots)\n"
-    "  --inferd-cert FILE      client certificate chain, for mutual TLS (with --inferd-key)\n"
-    "  --inferd-key FILE       its private key\n"
-    "  --inferd-server-name N  name inferd's certificate must carry (default: the host)\n"
-    "  --inferd-header 'NAME: VALUE'  metadata with every call to inferd (repeatable)\n";
+    "TLS and headers to inferd (as infer-gateway's):\n";
+
+void PrintUsage(std::ostream& out) { out << kUsage << inferd::middleman::kInferdConnectionUsage; }
 
 [[noreturn]] void Usage(const std::string& problem) {
-  std::cerr << "infer-batcher: " << problem << "\n" << kUsage;
+  std::cerr << "infer-batcher: " << problem << "\n";
+  PrintUsage(std::cerr);
   std::exit(2);
 }
 
@@ -74,8 +76,7 @@ struct Flags {
   inferd::middleman::ServiceOptions service;
   inferd::middleman::InferdPoolOptions pool;
   std::vector<std::string> upstreams;
-  bool tls = false;
-  inferd::middleman::InferdTlsFiles tls_files;
+  inferd::middleman::InferdConnectionFlags connection;
   inferd::batcher::BatcherOptions batcher;
   int drain_delay_secs = 0;
   int exit_timeout_secs = 30;
@@ -90,28 +91,6 @@ std::vector<std::string> SplitList(const std::string& list) {
     start = comma + 1;
   }
   return out;
-}
-
-bool ApplyConnectionFlag(const std::string& flag, const std::string& v, Flags& f) {
-  if (flag == "--inferd-ca") {
-    f.tls_files.ca_file = v;
-  } else if (flag == "--inferd-cert") {
-    f.tls_files.cert_file = v;
-  } else if (flag == "--inferd-key") {
-    f.tls_files.key_file = v;
-  } else if (flag == "--inferd-server-name") {
-    f.pool.tls_server_name = v;
-  } else if (flag == "--inferd-header") {
-    std::pair<std::string, std::string> entry;
-    inferd::Status s = inferd::middleman::ParseInferdHeader(v, entry);
-    if (!s.ok()) Usage("--inferd-header: " + s.message());
-    f.pool.metadata.push_back(std::move(entry));
-    return true;
-  } else {
-    return false;
-  }
-  f.tls = true;
-  return true;
 }
 
 // NOLINTNEXTLINE(readability-function-size): a flag table
@@ -131,6 +110,8 @@ bool ApplyFlag(const std::string& flag, const std::string& v, Flags& f) {
     b.max_batch_size = Int(flag, v, 0, 1 << 20);
   } else if (flag == "--max-delay-us") {
     b.max_delay = std::chrono::microseconds(Int(flag, v, 0, 60000000));
+  } else if (flag == "--max-inflight-batches") {
+    b.max_in_flight = static_cast<int>(Int(flag, v, 0, 1 << 16));
   } else if (flag == "--model-max-batch-size") {
     auto [model, rows] = ModelValue(flag, v, 1, 1 << 20);
     b.model_max_batch_size[model] = rows;
@@ -158,7 +139,9 @@ bool ApplyFlag(const std::string& flag, const std::string& v, Flags& f) {
   } else if (flag == "--exit-timeout-secs") {
     f.exit_timeout_secs = static_cast<int>(Int(flag, v, 0, 86400));
   } else {
-    return ApplyConnectionFlag(flag, v, f);
+    auto connection = inferd::middleman::ApplyInferdConnectionFlag(flag, v, f.connection, f.pool);
+    if (!connection.ok()) Usage(connection.status().message());
+    return *connection;
   }
   return true;
 }
@@ -173,11 +156,11 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
+      PrintUsage(std::cout);
       return false;
     }
     if (flag == "--inferd-ssl") {
-      f.tls = true;
+      f.connection.tls = true;
       continue;
     }
     std::string value;
@@ -192,11 +175,8 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
     if (!ApplyFlag(flag, value, f)) Usage("unknown flag " + flag);
   }
   if (f.upstreams.empty()) Usage("--upstream is required");
-  if (f.tls) {
-    auto credentials = inferd::middleman::InferdTlsCredentials(f.tls_files);
-    if (!credentials.ok()) Usage(credentials.status().message());
-    f.pool.credentials = std::move(*credentials);
-  }
+  const inferd::Status tls = inferd::middleman::FinishInferdConnectionFlags(f.connection, f.pool);
+  if (!tls.ok()) Usage(tls.message());
   return true;
 }
 

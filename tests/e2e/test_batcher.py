@@ -13,14 +13,12 @@ Environment: INFERD_BIN, INFER_BATCHER_BIN (default <repo>/build/bin/infer-batch
 import gzip
 import json
 import os
-import re
 import shutil
 import signal
 import socket
 import struct
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 import harness
-from harness import Client, identity_config, model_config, write_model
+from harness import Client, identity_config, metric, model_config, write_model
+from pipeline_util import Middleman
 from test_grpc_compat import generate_messages
 
 BATCHER_BIN = os.environ.get("INFER_BATCHER_BIN",
@@ -37,62 +36,14 @@ SERVICE = "/inference.GRPCInferenceService/"
 CLIENTS = 24
 
 
-class Batcher:
-    """One infer-batcher on loopback ports chosen by the kernel."""
-
-    LINE = re.compile(r"^infer-batcher: (HTTP|gRPC) listening on 127\.0\.0\.1:(\d+)\s*$")
+class Batcher(Middleman):
+    """One infer-batcher in front of `upstream`."""
 
     def __init__(self, upstream, extra=()):
-        self.cmd = [BATCHER_BIN, "--upstream=" + upstream, "--http-address", "127.0.0.1",
-                    "--http-port", "0", "--grpc-address", "127.0.0.1", "--grpc-port", "0"]
-        self.cmd += list(extra)
-        self.lines = []
-        self.ports = {}
-        self.ready = threading.Event()
-        self.proc = None
-
-    def start(self, timeout=20):
-        if not os.access(BATCHER_BIN, os.X_OK):
-            raise RuntimeError("infer-batcher not built: " + BATCHER_BIN)
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self.ready.wait(timeout):
-            self.stop()
-            raise RuntimeError("infer-batcher did not start:\n" + self.log())
-        return self
-
-    def _read(self):
-        try:
-            for raw in iter(self.proc.stderr.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip()
-                self.lines.append(line)
-                m = self.LINE.match(line)
-                if m:
-                    self.ports[m.group(1)] = int(m.group(2))
-                    if "HTTP" in self.ports and "gRPC" in self.ports:
-                        self.ready.set()
-        except (OSError, ValueError):
-            pass  # stderr closed by stop()
-
-    def log(self):
-        return "\n".join(self.lines)
+        super().__init__("infer-batcher", BATCHER_BIN, ["--upstream=" + upstream], extra)
 
     def stop(self, timeout=20):
-        """SIGTERM; returns the exit code (None if it had to be killed)."""
-        if self.proc is None:
-            return None
-        code = self.proc.poll()
-        if code is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                code = self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                code = None
-        self.proc.stderr.close()
-        return code
+        return super().stop(timeout)
 
 
 def int32s(values):
@@ -105,15 +56,6 @@ def fp32s(values):
 
 def bytes_elements(elements):
     return b"".join(struct.pack("<I", len(e)) + e for e in elements)
-
-
-def metric(text, name, **labels):
-    """The value of one series in a Prometheus text scrape, or 0."""
-    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 def write_models(repo):
@@ -495,8 +437,28 @@ class BatcherOptionsTest(BatcherTestBase):
         self.assertEqual(via, direct)
         self.assertEqual(via[0], 200)
 
+    def test_a_lone_request_goes_at_once_unless_told_to_wait(self):
+        upstream = "127.0.0.1:%d" % self.inferd.grpc_port
+        for flags, waits in ((["--max-delay-us", "3000000"], False),
+                             (["--max-delay-us", "1000000", "--max-inflight-batches", "0"], True)):
+            batcher = Batcher(upstream, flags).start()
+            try:
+                with grpc.insecure_channel("127.0.0.1:%d" % batcher.ports["gRPC"]) as channel:
+                    self.infer(channel, self.simple(1))  # connected, model info cached
+                    start = time.monotonic()
+                    answer = self.infer(channel, self.simple(2))
+                    took = time.monotonic() - start
+                self.assertEqual(answer, self.infer(self.direct, self.simple(2)))
+                if waits:  # a batch waits for its delay with the model idle
+                    self.assertGreaterEqual(took, 0.9, flags)
+                else:  # the model was idle: no wait for the 3 s delay
+                    self.assertLess(took, 1.5, flags)
+            finally:
+                self.assertEqual(batcher.stop(), 0, batcher.log())
+
     def test_bad_flags_are_refused_by_name(self):
         for flags, needle in ((["--max-delay-us", "-1"], "--max-delay-us"),
+                              (["--max-inflight-batches", "-1"], "--max-inflight-batches"),
                               (["--model-max-batch-size", "simple"], "MODEL=N"),
                               (["--no-such-flag", "1"], "unknown flag --no-such-flag")):
             done = subprocess.run([BATCHER_BIN, "--upstream=127.0.0.1:1"] + flags,

@@ -119,7 +119,9 @@ class BatchQueueTest : public ::testing::Test {
  protected:
   middleman::MetricsRegistry metrics;
   FakeUpstream upstream;
-  BatchQueue queue{upstream.fn(), &metrics};
+  // 0: batches wait for their rows or their delay (the idle rule has its
+  // own tests below).
+  BatchQueue queue{upstream.fn(), &metrics, 0};
 };
 
 TEST_F(BatchQueueTest, AFullBatchGoesAtOnceAsOneMergedCall) {
@@ -293,6 +295,78 @@ TEST_F(BatchQueueTest, StopSendsWhatWaitsAndLaterRequestsGoAtOnce) {
   EXPECT_EQ(upstream.Next().request.id(), "a");
   queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "b"), b));
   EXPECT_EQ(upstream.Next().request.id(), "b");
+}
+
+class IdleBatchQueueTest : public ::testing::Test {
+ protected:
+  middleman::MetricsRegistry metrics;
+  FakeUpstream upstream;
+  BatchQueue queue{upstream.fn(), &metrics, 1};
+};
+
+TEST_F(IdleBatchQueueTest, ARequestThatFindsItsKeyIdleGoesAtOnceUnchanged) {
+  Outcome a;
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "a"), a));
+  Call c = upstream.Next();  // no 60 s wait
+  EXPECT_EQ(c.request.SerializeAsString(), Request(1, "a")->SerializeAsString());
+  EXPECT_EQ(queue.queued(), 0);
+  ModelInferResponse answer = Echo(c.request);
+  c.done(::grpc::Status::OK, answer);
+  ASSERT_TRUE(a.Wait());
+  EXPECT_EQ(a.response.id(), "a");
+}
+
+TEST_F(IdleBatchQueueTest, RequestsWaitWhileTheKeyIsBusyAndGoWhenItsCallEnds) {
+  Outcome a, b, c, d;
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "a"), a));
+  Call first = upstream.Next();
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "b"), b));
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(2, "c"), c));
+  // Another key is idle: its request goes at once.
+  queue.Add("other", 8, std::chrono::seconds(60), Queued(Request(1, "d"), d));
+  EXPECT_EQ(upstream.Next().request.id(), "d");
+  EXPECT_EQ(upstream.pending(), 0u);
+  EXPECT_EQ(queue.queued(), 2);
+  ModelInferResponse answer = Echo(first.request);
+  first.done(::grpc::Status::OK, answer);
+  Call merged = upstream.Next();  // sent when the first call ended
+  EXPECT_EQ(merged.request.inputs(0).shape(0), 3);
+  EXPECT_EQ(queue.queued(), 0);
+  answer = Echo(merged.request);
+  merged.done(::grpc::Status::OK, answer);
+  ASSERT_TRUE(c.Wait());
+  EXPECT_EQ(c.response.id(), "c");
+  EXPECT_EQ(c.response.outputs(0).shape(0), 2);
+  // Idle again: the next request goes at once.
+  Outcome e;
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "e"), e));
+  EXPECT_EQ(upstream.Next().request.id(), "e");
+}
+
+TEST_F(IdleBatchQueueTest, AFullBatchOrTheDelayStillSendsWhileTheKeyIsBusy) {
+  Outcome a, b, c, d;
+  queue.Add("k", 2, std::chrono::seconds(60), Queued(Request(1, "a"), a));
+  Call first = upstream.Next();
+  queue.Add("k", 2, std::chrono::seconds(60), Queued(Request(1, "b"), b));
+  queue.Add("k", 2, std::chrono::seconds(60), Queued(Request(1, "c"), c));
+  EXPECT_EQ(upstream.Next().request.inputs(0).shape(0), 2);  // full
+  const auto start = std::chrono::steady_clock::now();
+  queue.Add("k", 2, std::chrono::microseconds(20000), Queued(Request(1, "d"), d));
+  EXPECT_EQ(upstream.Next().request.id(), "d");  // the delay, with two calls busy
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(15));
+}
+
+TEST_F(IdleBatchQueueTest, AnUpstreamErrorFreesTheKey) {
+  Outcome a, b;
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "a"), a));
+  Call first = upstream.Next();
+  queue.Add("k", 8, std::chrono::seconds(60), Queued(Request(1, "b"), b));
+  ModelInferResponse none;
+  first.done(::grpc::Status(::grpc::StatusCode::UNAVAILABLE, "gone"), none);
+  ASSERT_TRUE(a.Wait());
+  EXPECT_EQ(a.status.error_code(), ::grpc::StatusCode::UNAVAILABLE);
+  Call second = upstream.Next();
+  EXPECT_EQ(second.request.id(), "b");
 }
 
 }  // namespace
