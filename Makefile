@@ -109,10 +109,10 @@ fuzz: deps
 	FUZZ_SECONDS=$(FUZZ_SECONDS) ctest --test-dir $(FUZZ_DIR) --output-on-failure -j $(JOBS) \
 	  -R '^fuzz_'
 
-# ThreadSanitizer: the scheduler, front-end and discovery tests (unit tests, and the
+# ThreadSanitizer: the scheduler, front-end, batcher and discovery tests (unit tests, and the
 # gRPC C++ and Python end-to-end tests against the TSan-built inferd, which
 # halts on a race).
-TSAN_TESTS = 'discovery_(unit|ads|sources)[.]|Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|HttpStream|GenerateStreamSink|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble|generate)$$'
+TSAN_TESTS = 'discovery_(unit|ads|sources)[.]|batcher_|Scheduler|Batch|Sequence|Ensemble|ResponseOrder|PreserveOrdering|InflightTracker|InferCodec|Compression|Grpc|grpc_|HttpStream|GenerateStreamSink|e2e_test_(http_infer|http_errors|http_api|limits|scheduling|shared_memory|ensemble|generate|batcher)$$'
 # 20 MiB each way through gRPC is a size test, not a concurrency one: under
 # TSan's instrumented copies it runs past its 180 s timeout (ASan covers it).
 TSAN_SKIP = 'LargeMessagesBeyondGrpcDefaultLimit'
@@ -120,7 +120,7 @@ test-tsan: deps models
 	cmake -S . -B $(TSAN_DIR) -G Ninja $(SANITIZER_BUILD) -DINFERD_TSAN=ON
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target unit_tests grpc_unit_tests grpc_e2e_tests inferd http_generate_tests \
 	  discovery_ads_tests discovery_unit_tests discovery_sources_tests \
-	  inferd_backend_identity
+	  inferd_backend_identity batcher_unit_tests infer-batcher
 	TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/scripts/tsan.supp" \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -j $(JOBS) -R $(TSAN_TESTS) -E $(TSAN_SKIP)
 

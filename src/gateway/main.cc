@@ -8,6 +8,7 @@
 #include "gateway/gateway.h"
 #include "gateway/trace_setup.h"
 #include "inferd/client/routing.h"
+#include "middleman/inferd_flags.h"
 #include "trace/otlp_exporter.h"
 
 namespace {
@@ -34,21 +35,20 @@ constexpr char kUsage[] =
     "  --http-threads N       HTTP I/O threads (default 2)\n"
     "  --compute-threads N    post-processing threads (default 2)\n"
     "  --default-top-k K      classes per answer without ?top_k= (default 5)\n"
-    "TLS and headers to inferd (its --grpc-use-ssl, restricted protocols):\n"
-    "  --inferd-ssl           TLS to inferd (no value; implied by the three below)\n"
-    "  --inferd-ca FILE       PEM CAs to trust (default: gRPC's roots)\n"
-    "  --inferd-cert FILE     client certificate chain, for mutual TLS (with --inferd-key)\n"
-    "  --inferd-key FILE      its private key\n"
-    "  --inferd-server-name N name inferd's certificate must carry (default: the URL's host)\n"
-    "  --inferd-header 'NAME: VALUE'  metadata with every call to inferd (repeatable;\n"
-    "                         a restricted protocol wants triton-grpc-protocol-<key>)\n"
+    "TLS and headers to inferd (its --grpc-use-ssl, restricted protocols):\n";
+constexpr char kUsageTracing[] =
     "Tracing (OpenTelemetry over OTLP/HTTP; W3C traceparent passed on to inferd):\n"
     "  --trace-config S       inferd's grammar (repeatable): mode=opentelemetry,\n"
     "                         level=TIMESTAMPS, rate=N, count=N, opentelemetry,url=URL,\n"
     "                         opentelemetry,resource=K=V, opentelemetry,bsp_*=N\n";
 
+void PrintUsage(std::ostream& out) {
+  out << kUsage << inferd::middleman::kInferdConnectionUsage << kUsageTracing;
+}
+
 [[noreturn]] void Usage(const std::string& problem) {
-  std::cerr << "infer-gateway: " << problem << "\n" << kUsage;
+  std::cerr << "infer-gateway: " << problem << "\n";
+  PrintUsage(std::cerr);
   std::exit(2);
 }
 
@@ -66,37 +66,12 @@ int Int(const std::string& flag, const char* value, int lo, int hi) {
 struct Flags {
   inferd::middleman::ServiceOptions service;
   inferd::middleman::InferdPoolOptions pool;
-  bool inferd_tls = false;
-  inferd::middleman::InferdTlsFiles inferd_tls_files;
+  inferd::middleman::InferdConnectionFlags inferd_connection;
   inferd::gateway::GatewayOptions gateway;
   std::string shm = "none";
   inferd::middleman::ShmPoolOptions shm_options;
   inferd::trace::TraceFlags trace;
 };
-
-// Applies one of the flags for TLS and metadata to inferd; false if `flag`
-// is not one. The files are read after parsing (BuildInferdCredentials).
-bool ApplyInferdConnectionFlag(const std::string& flag, const char* v, Flags& f) {
-  if (flag == "--inferd-ca") {
-    f.inferd_tls_files.ca_file = v;
-  } else if (flag == "--inferd-cert") {
-    f.inferd_tls_files.cert_file = v;
-  } else if (flag == "--inferd-key") {
-    f.inferd_tls_files.key_file = v;
-  } else if (flag == "--inferd-server-name") {
-    f.pool.tls_server_name = v;
-  } else if (flag == "--inferd-header") {
-    std::pair<std::string, std::string> entry;
-    inferd::Status s = inferd::middleman::ParseInferdHeader(v, entry);
-    if (!s.ok()) Usage("--inferd-header: " + s.message());
-    f.pool.metadata.push_back(std::move(entry));
-    return true;
-  } else {
-    return false;
-  }
-  f.inferd_tls = true;
-  return true;
-}
 
 // Applies one flag and its value to `f`; false if the flag is unknown. Bad
 // values end the process through Usage.
@@ -148,15 +123,18 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
+      PrintUsage(std::cout);
       return false;
     }
     if (flag == "--inferd-ssl") {
-      f.inferd_tls = true;
+      f.inferd_connection.tls = true;
       continue;
     }
     if (i + 1 >= argc) Usage("missing value after " + flag);
-    if (ApplyInferdConnectionFlag(flag, argv[i + 1], f)) {
+    auto connection = inferd::middleman::ApplyInferdConnectionFlag(flag, argv[i + 1],
+                                                                   f.inferd_connection, f.pool);
+    if (!connection.ok()) Usage(connection.status().message());
+    if (*connection) {
       ++i;
       continue;
     }
@@ -166,11 +144,9 @@ bool ParseFlags(int argc, char** argv, Flags& f) {
   // Regions are registered with one inferd; an xds: target spreads calls.
   if (f.shm == "system" && inferd::client::IsXdsTarget(f.pool.url))
     Usage("--shared-memory system needs one inferd on this host, not an xds: target");
-  if (f.inferd_tls) {
-    auto credentials = inferd::middleman::InferdTlsCredentials(f.inferd_tls_files);
-    if (!credentials.ok()) Usage(credentials.status().message());
-    f.pool.credentials = std::move(*credentials);
-  }
+  const inferd::Status tls =
+      inferd::middleman::FinishInferdConnectionFlags(f.inferd_connection, f.pool);
+  if (!tls.ok()) Usage(tls.message());
   return true;
 }
 

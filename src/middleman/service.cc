@@ -1,5 +1,6 @@
 #include "middleman/service.h"
 
+#include <absl/synchronization/mutex.h>
 #include <signal.h>
 
 #include <boost/algorithm/string/predicate.hpp>
@@ -258,6 +259,11 @@ void Service::Compute(std::function<void()> work) {
 }
 
 Status Service::Start() {
+  // Debian builds abseil without NDEBUG, so every absl::Mutex inside gRPC
+  // (this service's and its InferdPools' channels) would record lock order
+  // in a process-wide graph on each acquisition; inferd turns that
+  // debugging aid off too (grpc_server.cc). Process-wide.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   http::HttpServerOptions ho;
   ho.address = impl_->options_.http_address;
   ho.port = impl_->options_.http_port;

@@ -39,7 +39,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 from deploy_render import KUBECTL, by_kind, kustomize_supports_components, render  # noqa: E402
-from harness import INFERD_BIN, Client, parse_infer_response  # noqa: E402
+from harness import INFERD_BIN, Client, metric, parse_infer_response  # noqa: E402
 import kube_env  # noqa: E402
 import pipeline_util as pu  # noqa: E402
 
@@ -172,14 +172,6 @@ class Process:
                 code = None
         self.log_file.close()
         return code
-
-
-def metric(text, name, **labels):
-    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 SKIP = why_skip()

@@ -27,7 +27,6 @@ import json
 import math
 import os
 import re
-import select
 import shutil
 import signal
 import socket
@@ -719,6 +718,15 @@ def http_request_bytes(method, path, body=b"", headers=None, content_length=None
         h.append(("Content-Length", str(content_length)))
     head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h) + "\r\n"
     return head.encode("latin-1") + body
+
+
+def metric(text, name, **labels):
+    """The value of one series (labels exactly these) in a Prometheus text scrape, or 0."""
+    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def wait_until(pred, timeout, interval=0.2):

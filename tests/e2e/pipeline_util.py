@@ -82,29 +82,31 @@ def start_inferd_with_grpc(repos, extra=()):
     raise RuntimeError("inferd printed no gRPC port\n" + server.log_tail())
 
 
-class Gateway:
-    """One infer-gateway on loopback ports chosen by the kernel."""
+class Middleman:
+    """One middleman program (infer-gateway, infer-batcher) on loopback ports chosen by
+    the kernel: started, it has printed both of its listening lines."""
 
-    LINE = re.compile(r"^infer-gateway: (HTTP|gRPC) listening on 127\.0\.0\.1:(\d+)\s*$")
-
-    def __init__(self, inferd_url, extra=()):
-        self.cmd = [GATEWAY_BIN, "--inferd-url", inferd_url, "--http-address", "127.0.0.1",
-                    "--http-port", "0", "--grpc-address", "127.0.0.1", "--grpc-port", "0"]
-        self.cmd += list(extra)
+    def __init__(self, program, binary, args, extra=()):
+        self.program, self.binary = program, binary
+        self.line = re.compile(r"^%s: (HTTP|gRPC) listening on 127\.0\.0\.1:(\d+)\s*$"
+                               % re.escape(program))
+        self.cmd = [binary] + list(args) + [
+            "--http-address", "127.0.0.1", "--http-port", "0",
+            "--grpc-address", "127.0.0.1", "--grpc-port", "0"] + list(extra)
         self.lines = []
         self.ports = {}
         self.ready = threading.Event()
         self.proc = None
 
     def start(self, timeout=20):
-        if not os.access(GATEWAY_BIN, os.X_OK):
-            raise RuntimeError("infer-gateway not built: " + GATEWAY_BIN)
+        if not os.access(self.binary, os.X_OK):
+            raise RuntimeError("%s not built: %s" % (self.program, self.binary))
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         threading.Thread(target=self._read, daemon=True).start()
         if not self.ready.wait(timeout):
             self.stop()
-            raise RuntimeError("infer-gateway did not start:\n" + self.log())
+            raise RuntimeError("%s did not start:\n%s" % (self.program, self.log()))
         return self
 
     def _read(self):
@@ -112,7 +114,7 @@ class Gateway:
             for raw in iter(self.proc.stderr.readline, b""):
                 line = raw.decode("utf-8", "replace").rstrip()
                 self.lines.append(line)
-                m = self.LINE.match(line)
+                m = self.line.match(line)
                 if m:
                     self.ports[m.group(1)] = int(m.group(2))
                     if "HTTP" in self.ports and "gRPC" in self.ports:
@@ -126,7 +128,7 @@ class Gateway:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def stop(self):
+    def stop(self, timeout=10):
         """SIGTERM; returns the exit code (None if it had to be killed)."""
         if self.proc is None:
             return None
@@ -134,10 +136,17 @@ class Gateway:
         if code is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                code = self.proc.wait(10)
+                code = self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
                 code = None
         self.proc.stderr.close()
         return code
+
+
+class Gateway(Middleman):
+    """One infer-gateway in front of `inferd_url`."""
+
+    def __init__(self, inferd_url, extra=()):
+        super().__init__("infer-gateway", GATEWAY_BIN, ["--inferd-url", inferd_url], extra)

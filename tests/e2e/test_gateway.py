@@ -20,7 +20,7 @@ import unittest
 
 import grpc
 
-from harness import Client, add_sub_config, model_config, write_model
+from harness import Client, add_sub_config, metric, model_config, write_model
 import pipeline_util as pu
 
 SKIP = pu.examples_missing()
@@ -53,15 +53,6 @@ def gateway_messages(out_dir):
         raise RuntimeError("protoc failed: " + done.stderr)
     sys.path.insert(0, out_dir)
     return importlib.import_module("gateway_pb2")
-
-
-def metric(text, name, **labels):
-    """The value of one series in a Prometheus text scrape, or 0."""
-    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
-    for line in text.splitlines():
-        if line.startswith(name + ("{" + want + "}" if want else "") + " "):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 @unittest.skipIf(SKIP, SKIP)
