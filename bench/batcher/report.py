@@ -105,7 +105,7 @@ def table_cpu(summary):
     return lines
 
 
-def conclusions(summary, batcher_args=""):
+def conclusions(summary, batcher_args="", far_cpu=""):
     out = []
     grpc = {k: s for k, s in summary.items() if k[1] == "grpc" and "ratio" in s}
     if not grpc:
@@ -179,7 +179,14 @@ def conclusions(summary, batcher_args=""):
                 "capacity a server-bound fleet gains (derived from the CPU figures, not measured as "
                 "throughput here)." % (
                     model, top, far_a, far_b, far_a / far_b, near_a, near_b, b["cpu_perf_us"],
-                    b["cpu_cli_us"], far_a + near_a, far_b + near_b, far_a / far_b))
+                    b["cpu_cli_us"], far_a + near_a, far_b + near_b, far_a / far_b)
+                if not far_cpu else
+                "Where the CPU goes, `%s` at %d clients (per inference): the far side (nginx + inferd, "
+                "held to %s CPU) spends %.0f µs direct and %.0f µs behind the batcher, **%.1fx less**; "
+                "the clients' side %.0f µs direct and %.0f µs with the batcher (infer-perf %.0f + "
+                "infer-batcher %.0f), from the CPU the far side does not use." % (
+                    model, top, far_cpu, far_a, far_b, far_a / far_b, near_a, near_b,
+                    b["cpu_perf_us"], b["cpu_cli_us"]))
     return out
 
 
@@ -196,12 +203,21 @@ def main():
     ap.add_argument("--batcher-args", default="")
     ap.add_argument("--note", default="", help="a sentence on what else ran on the machine")
     ap.add_argument("--extra", default="", help="a paragraph after the figures")
+    ap.add_argument("--far-cpu", default="", help="CPUs nginx + inferd were held to (FAR_CPU)")
     a = ap.parse_args()
     rows = load(a.results)
     summary = summarize(rows)
     rounds = len({r["round"] for r in rows})
     both = any("ratio" in s for s in summary.values())
-    print("## The batching service in front of a remote fleet (issue 28)\n")
+    if a.far_cpu:
+        print("## The batching service in front of a server-bound fleet (issue 28, FAR_CPU=%s)\n" % a.far_cpu)
+    else:
+        print("## The batching service in front of a remote fleet (issue 28)\n")
+    sharing = ("Everything shares the same 2 cores, the load generator included." if not a.far_cpu else
+               "nginx and inferd together are held to %s CPU by a cgroup CPU quota and the clients' side "
+               "(infer-perf, infer-batcher) has the rest of the cores: the far side is the bottleneck, as "
+               "in a fleet whose many clients run on machines of their own; the same paths, clients and "
+               "rounds as the section above." % a.far_cpu)
     print(
         "Command: `%s` (measured %s on the %s-core development machine; load average %s before, %s "
         "after%s). Three network namespaces joined by veth pairs (MTU %s): the clients' (infer-perf, "
@@ -218,15 +234,14 @@ def main():
         "inferences / executions over the run (its statistics, read in the server's namespace). No "
         "added delay: this kernel has no netem, and with closed-loop clients a delay lengthens both "
         "paths' round trips alike; the distance here is the TLS and proxy hops, which cost CPU per "
-        "request, and that cost is what the batcher saves. Everything shares the same 2 cores, the "
-        "load generator included." % (
+        "request, and that cost is what the batcher saves. %s" % (
             a.command, a.date, a.cores, a.load_before, a.load_after, (": " + a.note) if a.note else "",
-            a.mtu, a.batcher_args, a.interval_ms, rounds))
+            a.mtu, a.batcher_args, a.interval_ms, rounds, sharing))
     print()
     if both:
         print("\n".join(table_both(summary)))
         print()
-        for line in conclusions(summary, a.batcher_args):
+        for line in conclusions(summary, a.batcher_args, a.far_cpu):
             print(line + "\n")
     else:
         print("infer-batcher was not measured in this run (DIRECT_ONLY=1: not built yet); the direct "

@@ -27,7 +27,11 @@
 # Environment: BUILD (build/), BATCHER, MODEL_REPO (examples/models), ROUNDS (3), INTERVAL_MS (2000: three
 # windows a run), RAW_DIR (keep infer-perf's JSON and the logs there), CLIENTS ("64 8 1"), MODELS ("simple digits"), HTTP (1:
 # also HTTP for simple at the largest client count), BATCHER_ARGS (extra
-# flags, default "--max-delay-us 500"), RESULTS (copy the raw TSV there).
+# flags, default "--max-delay-us 500"), RESULTS (copy the raw TSV there),
+# FAR_CPU (e.g. 0.5: nginx and inferd together get that many CPUs, a cgroup
+# CPU quota, and the clients' side the rest — a server-bound fleet, whose
+# clients run on their own machines; written to the section
+# batcher-server-bound instead of batcher).
 set -eu -o pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 BUILD="${BUILD:-$ROOT/build}"
@@ -37,7 +41,8 @@ BATCHER="${BATCHER:-$BUILD/bin/infer-batcher}"
 MODEL_REPO="${MODEL_REPO:-$ROOT/examples/models}"
 ROUNDS="${ROUNDS:-3}"
 INTERVAL_MS="${INTERVAL_MS:-2000}"
-CLIENTS="${CLIENTS:-64 8 1}"
+CLIENTS="${CLIENTS:-64 16 8 1}"
+FAR_CPU="${FAR_CPU:-}"
 MODELS="${MODELS:-simple digits}"
 HTTP="${HTTP:-1}"
 DIRECT_ONLY="${DIRECT_ONLY:-0}"
@@ -85,6 +90,9 @@ teardown() {
     ip netns del "$ns" 2>/dev/null || true
   done
   wait 2>/dev/null || true
+  if [ -n "${FAR_CG:-}" ]; then  # empty once its processes have exited
+    for _ in $(seq 1 50); do rmdir "$FAR_CG" 2>/dev/null && break; sleep 0.1; done
+  fi
   if [ "$rc" != 0 ] && [ -d "$TMP" ]; then
     for f in "$TMP"/*.log "$TMP"/nginx*/error.log; do
       [ -s "$f" ] && { echo "--- $f (last lines)" >&2; tail -n 15 "$f" >&2; }
@@ -175,6 +183,32 @@ sed -e "s|^\(\s*\)listen 8000;|\1listen $LB_IP:8443 ssl; $CERT_LINES|" \
   die "deploy/nginx/inferd.conf: expected 'listen 8000;' and 'listen 8001 http2;' (rewritten here)"
 "$ROOT/deploy/nginx/render-upstreams.sh" "$SRV_IP:8000:8001" > "$LBD/inferd/upstreams.conf"
 start_nginx "$LBD" "    include $LBD/inferd/inferd.conf;" "$LNS"
+
+# --- FAR_CPU: the far side (nginx + inferd) under one CPU quota -------------
+# cgroup v2 (cpu.max) or v1 (the cpu controller's cfs quota); the group is
+# removed by teardown once its processes are gone.
+FAR_CG=""
+if [ -n "$FAR_CPU" ]; then
+  quota=$(/usr/bin/python3 -c "import sys; q = float(sys.argv[1]); assert 0 < q <= 64; print(int(q * 100000))" "$FAR_CPU") ||
+    die "FAR_CPU wants a number of CPUs such as 0.5, got '$FAR_CPU'"
+  if [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpu /sys/fs/cgroup/cgroup.controllers; then
+    FAR_CG="/sys/fs/cgroup/inferd-batchbench-$ID"
+    if ! { mkdir "$FAR_CG" && echo "$quota 100000" > "$FAR_CG/cpu.max"; }; then
+      die "cannot make $FAR_CG with cpu.max"
+    fi
+  elif [ -d /sys/fs/cgroup/cpu ]; then
+    FAR_CG="/sys/fs/cgroup/cpu/inferd-batchbench-$ID"
+    if ! { mkdir "$FAR_CG" && echo 100000 > "$FAR_CG/cpu.cfs_period_us" &&
+           echo "$quota" > "$FAR_CG/cpu.cfs_quota_us"; }; then
+      die "cannot make $FAR_CG with a CFS quota"
+    fi
+  else
+    die "FAR_CPU needs the cgroup cpu controller (v2 cpu.max or v1 /sys/fs/cgroup/cpu)"
+  fi
+  for p in $(ip netns pids "$LNS") $(ip netns pids "$SNS"); do
+    echo "$p" > "$FAR_CG/cgroup.procs" || die "cannot move pid $p into $FAR_CG"
+  done
+fi
 
 GRPC_LB="$LB_IP:8444"; HTTPS_LB="https://$LB_IP:8443"
 TLS_GRPC=(--ssl-grpc-use-ssl --ssl-grpc-root-certifications-file "$PKI/ca.crt")
@@ -326,14 +360,17 @@ say "measured in $(( $(date +%s) - START )) s; load average $LOAD_BEFORE before,
 [ -n "${RAW_DIR:-}" ] && mkdir -p "$RAW_DIR" && cp "$TMP"/*.json "$TMP"/*.log "$RAW_DIR"/
 
 CMD="bench/batcher/run.sh"
+[ "$CLIENTS" != "64 16 8 1" ] && CMD="CLIENTS=\"$CLIENTS\" $CMD"
+[ -n "$FAR_CPU" ] && CMD="FAR_CPU=$FAR_CPU $CMD"
 [ "$ROUNDS" != 3 ] && CMD="ROUNDS=$ROUNDS $CMD"
 [ "$DIRECT_ONLY" = 1 ] && CMD="DIRECT_ONLY=1 $CMD"
 REPORT=(/usr/bin/python3 "$ROOT/bench/batcher/report.py" "$RES" --command "$CMD"
   --date "$(date -u +%Y-%m-%d)" --cores "$(nproc)" --load-before "$LOAD_BEFORE"
   --load-after "$LOAD_AFTER" --mtu "$MTU" --interval-ms "$INTERVAL_MS"
-  --batcher-args "$BATCHER_ARGS$B_NOTE" --note "${NOTE:-}" --extra "$EXTRA")
+  --batcher-args "$BATCHER_ARGS$B_NOTE" --note "${NOTE:-}" --extra "$EXTRA" --far-cpu "$FAR_CPU")
+SECTION=batcher; [ -n "$FAR_CPU" ] && SECTION=batcher-server-bound
 if [ "${NO_DOC:-0}" = 1 ]; then
   "${REPORT[@]}"
 else
-  "${REPORT[@]}" | /usr/bin/python3 "$ROOT/bench/lib/update_perf_doc.py" batcher
+  "${REPORT[@]}" | /usr/bin/python3 "$ROOT/bench/lib/update_perf_doc.py" "$SECTION"
 fi

@@ -1,6 +1,6 @@
 """Helpers of the image-pipeline and gateway tests (standard library only):
 PNG writers, the digits pipeline repository, inferd with its gRPC port, and
-an infer-gateway process."""
+infer-gateway and infer-batcher processes."""
 
 import json
 import os
@@ -19,6 +19,8 @@ EXAMPLES = os.path.join(REPO_ROOT, "examples", "models")
 IMAGES = os.path.join(REPO_ROOT, "examples", "data", "digits_images")
 GATEWAY_BIN = os.environ.get("INFER_GATEWAY_BIN",
                              os.path.join(os.path.dirname(INFERD_BIN), "infer-gateway"))
+BATCHER_BIN = os.environ.get("INFER_BATCHER_BIN",
+                             os.path.join(os.path.dirname(INFERD_BIN), "infer-batcher"))
 DIGITS_MODELS = ("digits", "digits_preprocess", "digits_pipeline")
 
 
@@ -150,3 +152,13 @@ class Gateway(Middleman):
 
     def __init__(self, inferd_url, extra=()):
         super().__init__("infer-gateway", GATEWAY_BIN, ["--inferd-url", inferd_url], extra)
+
+
+class Batcher(Middleman):
+    """One infer-batcher in front of `upstream` (HOST:PORT[,...])."""
+
+    def __init__(self, upstream, extra=()):
+        super().__init__("infer-batcher", BATCHER_BIN, ["--upstream=" + upstream], extra)
+
+    def stop(self, timeout=20):
+        return super().stop(timeout)

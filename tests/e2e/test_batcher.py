@@ -8,7 +8,7 @@ whose deadline passes (the others succeed), the pass-through cases (a model with
 batching, a sequence, a decoupled model, shared memory, streams), the other RPCs proxied,
 health, and the drain on SIGTERM.
 
-Environment: INFERD_BIN, INFER_BATCHER_BIN (default <repo>/build/bin/infer-batcher)."""
+Environment: INFERD_BIN, INFER_BATCHER_BIN (default: infer-batcher beside INFERD_BIN)."""
 
 import gzip
 import json
@@ -27,23 +27,11 @@ import grpc
 
 import harness
 from harness import Client, identity_config, metric, model_config, write_model
-from pipeline_util import Middleman
+from pipeline_util import BATCHER_BIN, Batcher
 from test_grpc_compat import generate_messages
 
-BATCHER_BIN = os.environ.get("INFER_BATCHER_BIN",
-                             os.path.join(harness.REPO_ROOT, "build", "bin", "infer-batcher"))
 SERVICE = "/inference.GRPCInferenceService/"
 CLIENTS = 24
-
-
-class Batcher(Middleman):
-    """One infer-batcher in front of `upstream`."""
-
-    def __init__(self, upstream, extra=()):
-        super().__init__("infer-batcher", BATCHER_BIN, ["--upstream=" + upstream], extra)
-
-    def stop(self, timeout=20):
-        return super().stop(timeout)
 
 
 def int32s(values):

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""inferd's own clients against a hardened inferd: `infer` and `infer-perf` (HTTP and gRPC) and
-infer-gateway (gRPC to inferd) over TLS and mutual TLS with the CA of the TLS server tests
+"""inferd's own clients against a hardened inferd: `infer` and `infer-perf` (HTTP and gRPC),
+infer-gateway and infer-batcher (gRPC to inferd) over TLS and mutual TLS with the CA of the TLS server tests
 (secure_util.make_pki), and with the restricted-API keys as headers / metadata.
 
 Each case asserts the exit code and the words of the outcome: success with the right CA (and
@@ -300,6 +300,35 @@ class MutualTlsTest(ServerCase):
         p = run([pu.GATEWAY_BIN, "--inferd-url", self.grpc_url(), "--inferd-header", "grpc-x: 1"])
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("header 'grpc-x' cannot be set as gRPC metadata", p.stderr)
+
+    def test_batcher_to_inferd_over_mutual_tls(self):
+        request = {"inputs": [
+            {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+            {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]}
+        good = ["--inferd-ca", self.pki["ca.crt"], "--inferd-cert", self.pki["client.crt"],
+                "--inferd-key", self.pki["client.key"]]
+        cases = [(good, 200),
+                 (["--inferd-ca", self.pki["ca.crt"]], 503),   # no client certificate
+                 (["--inferd-ca", self.other["ca.crt"]] + good[2:], 503),  # another CA
+                 ([], 503)]                                     # plain text
+        for flags, status in cases:
+            with self.subTest(flags=flags):
+                b = pu.Batcher(self.grpc_url(), flags).start()
+                try:
+                    r = harness.Client(b.ports["HTTP"]).post_json("/v2/models/simple/infer",
+                                                                  request)
+                    self.assertEqual(r.status, status, "%s\n%s" % (r.body, b.log()))
+                    if status == 200:
+                        out = {o["name"]: o["data"] for o in r.json()["outputs"]}
+                        self.assertEqual(out["OUTPUT0"], list(range(1, 17)))
+                    else:
+                        self.assertIn("error", r.json())
+                finally:
+                    self.assertEqual(b.stop(), 0, b.log())
+        missing = os.path.join(self.tmp, "missing.pem")
+        p = run([pu.BATCHER_BIN, "--upstream", self.grpc_url(), "--inferd-ca", missing])
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("cannot read the CA file '%s'" % missing, p.stderr)
 
 
 class RestrictedApiHeadersTest(ServerCase):
