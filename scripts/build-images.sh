@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds the OCI images of inferd, infer-gateway and inferd-discovery from a
+# Builds the OCI images of inferd, infer-gateway, infer-batcher and
+# inferd-discovery from a
 # release build and Debian 12 packages, with no network but the Debian mirror
 # the host's apt already uses, and no base image from a registry
 # (docs/images.md):
@@ -7,9 +8,9 @@
 #   scripts/build-images.sh BUILD_DIR [OUT_DIR]      (`make image`)
 #
 # OUT_DIR (default BUILD_DIR/images) receives inferd.oci.tar,
-# infer-gateway.oci.tar and inferd-discovery.oci.tar. Each image is two
-# layers:
-#   1. one root filesystem shared by all three, made by mmdebstrap from the
+# infer-gateway.oci.tar, infer-batcher.oci.tar and inferd-discovery.oci.tar.
+# Each image is two layers:
+#   1. one root filesystem shared by all four, made by mmdebstrap from the
 #      Debian packages the programs need (derived from `ldd` + `dpkg -S` of
 #      the installed files, plus what they dlopen), without docs, man pages
 #      and locales, without apt, with the user inferd (10001:10001);
@@ -107,7 +108,7 @@ STAGE="$WORK/stage"
 DESTDIR="$STAGE" cmake --install "$BUILD_DIR" --prefix /opt/inferd --strip >/dev/null
 P="$STAGE/opt/inferd"
 BACKENDS=lib/inferd/backends
-for f in bin/inferd bin/infer-gateway bin/inferd-discovery; do
+for f in bin/inferd bin/infer-gateway bin/infer-batcher bin/inferd-discovery; do
   [ -x "$P/$f" ] || die "cmake --install did not install $f (is $BUILD_DIR fully built?)"
 done
 
@@ -133,6 +134,7 @@ done
 tree inferd bin/inferd $default_backends
 mkdir -p "$WORK/inferd/models"
 tree infer-gateway bin/infer-gateway
+tree infer-batcher bin/infer-batcher
 tree inferd-discovery bin/inferd-discovery
 if want full; then
   [ -n "$heavy_backends" ] ||
@@ -179,7 +181,8 @@ files_of() { # the ELF files of the image tree $1
   done
 }
 # shellcheck disable=SC2046
-base_packages=$(packages_of $(files_of inferd) $(files_of infer-gateway) $(files_of inferd-discovery))
+base_packages=$(packages_of $(files_of inferd) $(files_of infer-gateway) $(files_of infer-batcher) \
+  $(files_of inferd-discovery))
 # Loaded with dlopen, so ldd does not see them: libcurl for s3:// repositories,
 # the OTLP exporter and inferd-discovery's Kubernetes client
 # (src/objectstore/curl_library.cc), and the CA store it verifies TLS with.
@@ -305,6 +308,8 @@ image inferd localhost/inferd-base inferd '["/opt/inferd/bin/inferd"]' \
   '["--model-repository=/models"]' "8000 8001 8002"
 image infer-gateway localhost/inferd-base infer-gateway '["/opt/inferd/bin/infer-gateway"]' \
   '["--help"]' "8080 8081"
+image infer-batcher localhost/inferd-base infer-batcher '["/opt/inferd/bin/infer-batcher"]' \
+  '["--help"]' "8000 8001"
 image inferd-discovery localhost/inferd-base inferd-discovery '["/opt/inferd/bin/inferd-discovery"]' \
   '["--help"]' "18000 18080"
 

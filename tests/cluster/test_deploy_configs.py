@@ -52,12 +52,14 @@ from kubelet_checks import GpuOverlayAffinityTest, KubeletConfigTest  # noqa: E4
 from middleman_component_checks import MiddlemanComponentTest  # noqa: E402,F401
 # The reference deployment: both components composed (reference_overlay_checks.py).
 from reference_overlay_checks import ReferenceOverlayTest  # noqa: E402,F401
+# infer-batcher's own manifests (batcher_manifest_checks.py).
+from batcher_manifest_checks import BatcherManifestTest  # noqa: E402,F401
 
 # The imported check classes, named so that pyflakes sees them used (unittest
 # finds them in this module's namespace).
 IMPORTED_CHECKS = (DiscoveryOverlayTest, IstioManifestTest, ServicePortProtocolTest, KubeletExpansionTest,
                    RookModelStoreTest, GpuOverlayAffinityTest, KubeletConfigTest, MiddlemanComponentTest,
-                   ReferenceOverlayTest)
+                   ReferenceOverlayTest, BatcherManifestTest)
 
 QUEUE_METRIC = "inferd:queue_time_per_request_us"
 

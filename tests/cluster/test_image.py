@@ -21,7 +21,7 @@ the same root filesystem the way a container runtime would, without one:
 the new mount namespace, then `chroot --userspec=10001:10001 ROOT
 /opt/inferd/bin/inferd ...` on loopback ports the test picks.
 
-infer-gateway.oci.tar and inferd-discovery.oci.tar are unpacked the same way
+infer-gateway.oci.tar, infer-batcher.oci.tar and inferd-discovery.oci.tar are unpacked the same way
 and their programs run with --help inside their own root filesystem (their
 shared libraries resolve there).
 
@@ -46,7 +46,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 IMAGES_DIR = os.environ.get("IMAGES_DIR", os.path.join(REPO, "build", "images"))
 MODELS = os.path.join(REPO, "examples", "models")
-IMAGES = ("inferd", "infer-gateway", "inferd-discovery")
+IMAGES = ("inferd", "infer-gateway", "infer-batcher", "inferd-discovery")
 UID = 10001
 COMPILERS = ("gcc", "cc", "g++", "c++", "clang", "clang++", "x86_64-linux-gnu-gcc-12",
              "x86_64-linux-gnu-g++-12")
@@ -264,6 +264,7 @@ class ImageTest(unittest.TestCase):
         gateway = ["/bin/sh", "-c", 'rm -f /dev/shm/inferd-mm-test-*; exec /opt/inferd/bin/infer-gateway "$@"',
                    "infer-gateway", "--help"]
         for name, argv in (("infer-gateway", gateway),
+                           ("infer-batcher", ["/opt/inferd/bin/infer-batcher", "--help"]),
                            ("inferd-discovery", ["/opt/inferd/bin/inferd-discovery", "--help"])):
             cmd, env = chroot_command(self.roots[name], argv)
             r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=30)
