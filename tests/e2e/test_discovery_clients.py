@@ -4,7 +4,7 @@
 Two inferd hosts on loopback: host A serves only `simple`, host B only
 `identity_int32`. inferd-discovery (--hosts A,B) publishes the route
 `inferd-model: <m>` -> the hosts where m is READY, everything else -> both.
-Every call of infer-perf, the infer CLI and infer-gateway to one model must
+Every call of infer-perf, the infer CLI, infer-gateway and infer-batcher to one model must
 reach the one host that has it, so zero errors prove that the clients send
 the header and that xds:/// targets work. A raw grpcio control without the
 header shows that the fleet route alone would fail about half the calls.
@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 import discovery_util
 import harness
@@ -170,6 +171,47 @@ class DiscoveryClientsTest(unittest.TestCase):
                     self.assertIn(b"BYTES input", r.body)
         finally:
             gw.stop()
+
+    def test_batcher_over_xds_reaches_the_host_of_each_model(self):
+        """infer-batcher --upstream xds:///inferd: merged `simple` batches, the model
+        info calls and the pass-through `identity_int32` requests all carry their
+        model's header, so every request reaches the one host that has the model."""
+        os.environ["GRPC_XDS_BOOTSTRAP"] = self.bootstrap
+        if not os.access(pu.BATCHER_BIN, os.X_OK):
+            self.skipTest("infer-batcher not built")
+        requests = {
+            MODEL_A: ({"inputs": [
+                {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+                {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]},
+                "OUTPUT0", list(range(1, 17))),
+            MODEL_B: ({"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [4],
+                                   "data": [7, 8, 9, 10]}]}, "OUTPUT0", [7, 8, 9, 10]),
+        }
+        # Batches wait for their delay (no idle rule), so concurrent `simple`
+        # requests merge.
+        batcher = pu.Batcher("xds:///inferd", ["--max-delay-us", "20000",
+                                               "--max-inflight-batches", "0"]).start()
+
+        def one(i):
+            model = (MODEL_A, MODEL_B)[i % 2]
+            body, name, want = requests[model]
+            r = harness.Client(batcher.ports["HTTP"]).post_json("/v2/models/%s/infer" % model, body)
+            out = {o["name"]: o["data"] for o in r.json().get("outputs", [])} if r.status == 200 else {}
+            return model, r.status, out.get(name) == want, r.body
+
+        try:
+            with ThreadPoolExecutor(16) as pool:
+                answers = list(pool.map(one, range(48)))
+            for model, status, right, body in answers:
+                self.assertEqual((status, right), (200, True), "%s: %s\n%s" % (model, body, batcher.log()))
+            text = harness.Client(batcher.ports["HTTP"]).get("/metrics").body.decode()
+            self.assertGreater(harness.metric(text, "batcher_pass_through_total", reason="not_batchable"), 0,
+                               text)
+            merged = (harness.metric(text, "batcher_batch_requests_count")
+                      - harness.metric(text, "batcher_batch_requests_bucket", le="1"))
+            self.assertGreater(merged, 0, text)
+        finally:
+            self.assertEqual(batcher.stop(), 0, batcher.log())
 
     def test_gateway_refuses_shared_memory_with_xds(self):
         p = subprocess.run([pu.GATEWAY_BIN, "--inferd-url", "xds:///inferd", "--shared-memory",
