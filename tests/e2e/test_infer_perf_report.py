@@ -33,7 +33,10 @@ class InferPerfMetricsTest(PerfTestCase):
                 # The model's counters moved by about what the client measured.
                 self.assertGreater(m["requests"], r["requests"] * 0.5)
                 self.assertLess(m["requests"], r["requests"] * 2 + 50)
-                self.assertEqual(m["inferences"], m["requests"])
+                # Batch-1 requests: one inference each. A scrape at a window's edge can
+                # fall between the two counters' increments of the request in flight
+                # (infer-perf keeps one outstanding), so they may differ by one.
+                self.assertLessEqual(abs(m["inferences"] - m["requests"]), 1, m)
                 self.assertGreater(m["request_us_per_request"], 0)
 
     def test_text_report_and_verbose_csv(self):
